@@ -1,0 +1,79 @@
+//! The error type of the confined root: every error names the full path it concerns.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Result alias for root operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A filesystem error with the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The full path.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A path that is absolute or climbs out with `..`.
+    #[error("refusing path {}: it leads outside the root", path.display())]
+    Escape {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A path expected to be a regular file is something else.
+    #[error("refusing {}: not a regular file", path.display())]
+    NotAFile {
+        /// The full path.
+        path: PathBuf,
+    },
+    /// A move destination that already exists.
+    #[error("refusing to move onto {}: it already exists", path.display())]
+    Occupied {
+        /// The full path.
+        path: PathBuf,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: &Path, source: io::Error) -> Error {
+        Error::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+    pub(crate) fn escape(path: &Path) -> Error {
+        Error::Escape {
+            path: path.to_path_buf(),
+        }
+    }
+    pub(crate) fn not_a_file(path: &Path) -> Error {
+        Error::NotAFile {
+            path: path.to_path_buf(),
+        }
+    }
+    pub(crate) fn occupied(path: &Path) -> Error {
+        Error::Occupied {
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Whether the error means "nothing is there".
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// The underlying OS error, if any.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

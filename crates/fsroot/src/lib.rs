@@ -1,0 +1,445 @@
+//! The confined root: the only place in the workspace that touches the filesystem.
+//!
+//! A [`Root`] is opened from an anchor path and gives read access beneath it; a
+//! [`WritableRoot`] adds the write operations (atomic write, append, the one move seam,
+//! directory creation, the single-flight lock). Planning code receives a `&Root` and so cannot
+//! write, by type. Every path handed in is relative to the anchor; `..`, absolute paths and
+//! symlinks that lead outside are refused with an error that names the path. Resolution is done
+//! by `cap-std` (`openat2(RESOLVE_BENEATH)` on Linux), never by string checks alone, and a
+//! symlink is never followed as the last component of a path.
+//!
+//! # Example
+//!
+//! ```
+//! let tmp = tempfile::tempdir().unwrap();
+//! let root = fsroot::WritableRoot::open(tmp.path()).unwrap();
+//! root.write_atomic("a/b.json".as_ref(), b"{}").unwrap();
+//! assert_eq!(root.read("a/b.json".as_ref()).unwrap(), b"{}");
+//! assert!(root.read("../etc/passwd".as_ref()).is_err());
+//! ```
+
+mod digest;
+mod error;
+mod lock;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::ops::Deref;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
+
+pub use digest::{hex, FileDigest, TreeDigest};
+pub use error::{Error, Result};
+pub use lock::{LockGuard, LockProbe, TryLock};
+
+/// What a directory entry is, without following symlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A real directory.
+    Dir,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A socket, fifo, device or anything else.
+    Other,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's file name (may be non-UTF-8).
+    pub name: OsString,
+    /// Its kind, from `lstat` semantics.
+    pub kind: EntryKind,
+}
+
+/// `lstat`-like facts about one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Modification time, seconds since the Unix epoch.
+    pub mtime: i64,
+    /// Owner user id.
+    pub uid: u32,
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Permission bits and file type bits.
+    pub mode: u32,
+}
+
+/// A read-only directory handle confining every access beneath its anchor.
+#[derive(Debug)]
+pub struct Root {
+    dir: Dir,
+    anchor: PathBuf,
+    canonical: PathBuf,
+}
+
+/// A [`Root`] that may also write. Dereferences to [`Root`] for reading.
+#[derive(Debug)]
+pub struct WritableRoot {
+    root: Root,
+    temp_counter: AtomicU64,
+}
+
+impl Deref for WritableRoot {
+    type Target = Root;
+    fn deref(&self) -> &Root {
+        &self.root
+    }
+}
+
+fn kind_of(ft: cap_std::fs::FileType) -> EntryKind {
+    if ft.is_symlink() {
+        EntryKind::Symlink
+    } else if ft.is_dir() {
+        EntryKind::Dir
+    } else if ft.is_file() {
+        EntryKind::File
+    } else {
+        EntryKind::Other
+    }
+}
+
+/// Refuses absolute paths and `..` components; returns the path with `.` components dropped.
+fn confine(rel: &Path) -> Result<PathBuf> {
+    let mut out = PathBuf::new();
+    for comp in rel.components() {
+        match comp {
+            Component::Normal(c) => out.push(c),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(Error::escape(rel));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The path cap-std should see: `.` for the root itself.
+fn as_arg(p: &Path) -> &Path {
+    if p.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        p
+    }
+}
+
+fn nofollow_read() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.read(true).follow(FollowSymlinks::No);
+    o
+}
+
+impl Root {
+    /// Opens `anchor` (which must be an existing directory) read-only.
+    pub fn open(anchor: &Path) -> Result<Root> {
+        let dir = Dir::open_ambient_dir(anchor, ambient_authority())
+            .map_err(|e| Error::io("open directory", anchor, e))?;
+        let canonical = std::fs::canonicalize(anchor).unwrap_or_else(|_| anchor.to_path_buf());
+        Ok(Root {
+            dir,
+            anchor: anchor.to_path_buf(),
+            canonical,
+        })
+    }
+
+    /// The path this root was opened from, as given.
+    pub fn anchor(&self) -> &Path {
+        &self.anchor
+    }
+
+    /// The absolute, symlink-free path of the anchor.
+    pub fn canonical_anchor(&self) -> &Path {
+        &self.canonical
+    }
+
+    /// The anchor joined with `rel`, for messages.
+    pub fn display_path(&self, rel: &Path) -> PathBuf {
+        self.anchor.join(rel)
+    }
+
+    fn err(&self, op: &'static str, rel: &Path, e: std::io::Error) -> Error {
+        Error::io(op, &self.display_path(rel), e)
+    }
+
+    /// Lists a directory, sorted by name. Symlinks are reported as such, never followed.
+    pub fn list(&self, rel: &Path) -> Result<Vec<Entry>> {
+        let p = confine(rel)?;
+        let mut out = Vec::new();
+        let rd = if p.as_os_str().is_empty() {
+            self.dir.entries()
+        } else {
+            self.dir.read_dir(&p)
+        }
+        .map_err(|e| self.err("list directory", &p, e))?;
+        for ent in rd {
+            let ent = ent.map_err(|e| self.err("list directory", &p, e))?;
+            let kind = ent
+                .file_type()
+                .map(kind_of)
+                .map_err(|e| self.err("list directory", &p, e))?;
+            out.push(Entry {
+                name: ent.file_name(),
+                kind,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// `lstat` of `rel`; `Ok(None)` when nothing is there.
+    pub fn stat(&self, rel: &Path) -> Result<Option<Stat>> {
+        let p = confine(rel)?;
+        match self.dir.symlink_metadata(as_arg(&p)) {
+            Ok(m) => Ok(Some(Stat {
+                kind: kind_of(m.file_type()),
+                len: m.len(),
+                mtime: m
+                    .modified()
+                    .ok()
+                    .map(|t| unix_secs(t.into_std()))
+                    .unwrap_or(0),
+                uid: m.uid(),
+                dev: m.dev(),
+                ino: m.ino(),
+                mode: m.mode(),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.err("inspect", &p, e)),
+        }
+    }
+
+    fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
+        let f = self
+            .dir
+            .open_with(p, &nofollow_read())
+            .map_err(|e| self.err(op, p, e))?;
+        let m = f.metadata().map_err(|e| self.err(op, p, e))?;
+        if !m.is_file() {
+            return Err(Error::not_a_file(&self.display_path(p)));
+        }
+        Ok(f)
+    }
+
+    /// Reads a whole regular file. A symlink or a directory is refused.
+    pub fn read(&self, rel: &Path) -> Result<Vec<u8>> {
+        let p = confine(rel)?;
+        let mut f = self.open_regular(&p, "read")?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)
+            .map_err(|e| self.err("read", &p, e))?;
+        Ok(buf)
+    }
+
+    /// Size and SHA-256 of a regular file, streamed.
+    pub fn file_digest(&self, rel: &Path) -> Result<FileDigest> {
+        let p = confine(rel)?;
+        let f = self.open_regular(&p, "hash")?;
+        digest::file_digest(f).map_err(|e| self.err("hash", &p, e))
+    }
+
+    /// A BLAKE3 digest of a directory tree: every entry's relative path, kind, size and, for
+    /// files, content hash, in sorted order. Symlinks are listed with their target, not followed.
+    pub fn tree_digest(&self, rel: &Path) -> Result<TreeDigest> {
+        let p = confine(rel)?;
+        digest::tree_digest(self, &p)
+    }
+
+    /// Reads the target of a symlink (for listings only; it is never followed).
+    pub fn read_link(&self, rel: &Path) -> Result<PathBuf> {
+        let p = confine(rel)?;
+        self.dir
+            .read_link_contents(&p)
+            .map_err(|e| self.err("read link", &p, e))
+    }
+
+    /// Whether another open file description holds the `flock` on `rel`. Creates nothing;
+    /// a lock taken for the probe is released before returning.
+    pub fn probe_lock(&self, rel: &Path) -> Result<LockProbe> {
+        let p = confine(rel)?;
+        let file = match self.dir.open_with(&p, &nofollow_read()) {
+            Ok(f) => f.into_std(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
+            Err(e) => return Err(self.err("probe lock", &p, e)),
+        };
+        lock::probe(&file).map_err(|e| self.err("probe lock", &p, e))
+    }
+}
+
+impl WritableRoot {
+    /// Opens `anchor` (an existing directory) for reading and writing.
+    pub fn open(anchor: &Path) -> Result<WritableRoot> {
+        Ok(WritableRoot {
+            root: Root::open(anchor)?,
+            temp_counter: AtomicU64::new(0),
+        })
+    }
+
+    /// Creates `rel` and its missing parents as directories.
+    pub fn create_dir_all(&self, rel: &Path) -> Result<()> {
+        let p = confine(rel)?;
+        if p.as_os_str().is_empty() {
+            return Ok(());
+        }
+        self.dir
+            .create_dir_all(&p)
+            .map_err(|e| self.err("create directory", &p, e))
+    }
+
+    fn sync_dir(&self, p: &Path) -> Result<()> {
+        let d = self
+            .dir
+            .open_dir(as_arg(p))
+            .map_err(|e| self.err("open directory", p, e))?;
+        d.into_std_file()
+            .sync_all()
+            .map_err(|e| self.err("sync directory", p, e))
+    }
+
+    /// The one atomic write: a temporary file in the same directory, written and fsynced,
+    /// renamed over `rel`, then the directory fsynced. Parents are created as needed.
+    pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
+        let p = confine(rel)?;
+        let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = p.file_name().ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?;
+        self.create_dir_all(&parent)?;
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".doctor-tmp-{}-{n}", std::process::id()));
+        let tmp = parent.join(tmp_name);
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o644);
+        let result = (|| {
+            let mut f = self
+                .dir
+                .open_with(&tmp, &opts)
+                .map_err(|e| self.err("create", &tmp, e))?;
+            f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
+            f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
+            drop(f);
+            self.dir
+                .rename(&tmp, &self.dir, &p)
+                .map_err(|e| self.err("rename into place", &p, e))
+        })();
+        if result.is_err() {
+            let _ = self.dir.remove_file(&tmp);
+            return result;
+        }
+        self.sync_dir(&parent)
+    }
+
+    /// Appends `bytes` to `rel` (created with mode 0644 if missing) and fsyncs it. Used for the
+    /// append-only manifest and receipt logs.
+    pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
+        let p = confine(rel)?;
+        let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
+        self.create_dir_all(&parent)?;
+        let mut opts = OpenOptions::new();
+        opts.append(true)
+            .create(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o644);
+        let mut f = self
+            .dir
+            .open_with(&p, &opts)
+            .map_err(|e| self.err("append", &p, e))?;
+        f.write_all(bytes).map_err(|e| self.err("append", &p, e))?;
+        f.sync_all().map_err(|e| self.err("sync", &p, e))
+    }
+
+    /// The one move seam: renames `from` to `to` (both beneath the root). Refuses when `to`
+    /// already exists; creates the parents of `to`; fsyncs both parent directories.
+    pub fn move_item(&self, from: &Path, to: &Path) -> Result<()> {
+        let f = confine(from)?;
+        let t = confine(to)?;
+        if self.stat(&t)?.is_some() {
+            return Err(Error::occupied(&self.display_path(&t)));
+        }
+        let to_parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
+        self.create_dir_all(&to_parent)?;
+        self.dir
+            .rename(&f, &self.dir, &t)
+            .map_err(|e| self.err("move", &f, e))?;
+        self.sync_dir(&to_parent)?;
+        self.sync_dir(f.parent().unwrap_or(Path::new("")))
+    }
+
+    /// Removes `rel` if it is an empty directory. Returns `false` (and leaves it) when it is
+    /// not empty.
+    pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
+        let p = confine(rel)?;
+        match self.dir.remove_dir(&p) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(39) || e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                Ok(false)
+            }
+            Err(e) => Err(self.err("remove directory", &p, e)),
+        }
+    }
+
+    /// Takes a non-blocking exclusive `flock` on `rel`, creating it with `mode` when `create`
+    /// is set. The lock lasts as long as the returned guard.
+    pub fn try_lock(&self, rel: &Path, create: bool, mode: u32) -> Result<TryLock> {
+        let p = confine(rel)?;
+        let mut opts = OpenOptions::new();
+        opts.read(true).follow(FollowSymlinks::No);
+        if create {
+            opts.write(true).create(true).mode(mode);
+        }
+        let file = match self.dir.open_with(&p, &opts) {
+            Ok(f) => f.into_std(),
+            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TryLock::Missing)
+            }
+            Err(e) => return Err(self.err("lock", &p, e)),
+        };
+        lock::try_exclusive(file).map_err(|e| self.err("lock", &p, e))
+    }
+}
+
+fn unix_secs(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}
+
+/// Reads a file outside any store (a plan file named on the command line) through a root
+/// opened at its parent directory.
+pub fn read_standalone_file(path: &Path) -> Result<Vec<u8>> {
+    let (parent, name) = split_file_path(path)?;
+    Root::open(&parent)?.read(&name)
+}
+
+/// Writes a file outside any store (`--plan-out FILE`) atomically through a root opened at its
+/// parent directory.
+pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (parent, name) = split_file_path(path)?;
+    WritableRoot::open(&parent)?.write_atomic(&name, bytes)
+}
+
+fn split_file_path(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::not_a_file(path))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((parent, PathBuf::from(name)))
+}

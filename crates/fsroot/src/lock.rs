@@ -1,0 +1,60 @@
+//! Advisory `flock` locks: probing another process's lock and holding our own.
+
+use std::fs::{File, TryLockError};
+use std::io;
+
+/// What a non-destructive lock probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockProbe {
+    /// No file at the path: nobody can hold it.
+    Missing,
+    /// The file exists and nobody holds its lock.
+    Free,
+    /// Another open file description holds the lock.
+    Held,
+}
+
+/// The outcome of trying to take a lock.
+#[derive(Debug)]
+pub enum TryLock {
+    /// We hold the lock until the guard drops.
+    Acquired(LockGuard),
+    /// Someone else holds it.
+    Held,
+    /// The file does not exist (only when not asked to create it).
+    Missing,
+}
+
+/// A held exclusive `flock`; released (and the descriptor closed) on drop.
+#[derive(Debug)]
+pub struct LockGuard {
+    file: File,
+}
+
+impl LockGuard {
+    /// Device and inode of the locked file, to check it is still the file at its path.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.file.metadata()?;
+        Ok((m.dev(), m.ino()))
+    }
+}
+
+pub(crate) fn probe(file: &File) -> io::Result<LockProbe> {
+    match file.try_lock() {
+        Ok(()) => {
+            file.unlock()?;
+            Ok(LockProbe::Free)
+        }
+        Err(TryLockError::WouldBlock) => Ok(LockProbe::Held),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+pub(crate) fn try_exclusive(file: File) -> io::Result<TryLock> {
+    match file.try_lock() {
+        Ok(()) => Ok(TryLock::Acquired(LockGuard { file })),
+        Err(TryLockError::WouldBlock) => Ok(TryLock::Held),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}

@@ -1,0 +1,95 @@
+//! Names in a session store: what is an id, what is reserved, what is a runtime store.
+
+/// Whether `s` matches `^[A-Za-z0-9_-]{1,128}$`.
+pub fn is_valid_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(is_id_byte)
+}
+
+/// Whether `b` may appear in an id.
+pub fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Top-level file names that look like documents but are host bookkeeping.
+pub const RESERVED_FILES: &[&str] = &["session_boot_owners.json", "session_boot_owners.lock"];
+
+/// Top-level entries with a fixed meaning that are never documents, stores or unknown.
+pub const STRUCTURAL: &[&str] = &[
+    "checkpoints",
+    ".late-usage",
+    ".reconcile",
+    ".reconcile.lock",
+    ".set-aside",
+];
+
+/// The doctor's single-flight lock, relative to S.
+pub const RECONCILE_LOCK: &str = ".reconcile.lock";
+/// The doctor's receipts and last summary, relative to S.
+pub const RECONCILE_DIR: &str = ".reconcile";
+/// Where set-aside runs live, relative to S.
+pub const SET_ASIDE_DIR: &str = ".set-aside";
+/// Live leases and tombstones, relative to S.
+pub const LATE_USAGE_DIR: &str = ".late-usage";
+/// The owner lock file inside a runtime store.
+pub const OWNER_LOCK: &str = "runtime-process.owner.lock";
+
+/// Whether a directory name inside a session directory names a runtime store.
+pub fn is_store_name(name: &str) -> bool {
+    name == "runtime" || name.starts_with("runtime-recovered-")
+}
+
+/// The seven work directories of a runtime store.
+pub const WORK_DIRS: &[&str] = &[
+    "threads",
+    "turns",
+    "items",
+    "events",
+    "goals",
+    "agent-mail",
+    "turn-operations",
+];
+
+/// Entries an artifact-only session directory may hold.
+pub const ARTIFACT_ENTRIES: &[&str] = &["artifacts", "approval_receipts.jsonl", "approval_receipts.lock"];
+
+/// Splits `text` into maximal runs of id bytes and calls `f` on each.
+pub fn for_each_token(text: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut start = None;
+    for (i, &b) in text.iter().enumerate() {
+        match (is_id_byte(b), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                f(&text[s..i]);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        f(&text[s..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        assert!(is_valid_id("abc-DEF_123"));
+        assert!(is_valid_id(&"a".repeat(128)));
+        assert!(!is_valid_id(&"a".repeat(129)));
+        for bad in ["", "a.b", "a b", "..", "ä", "a/b"] {
+            assert!(!is_valid_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_whole() {
+        let mut seen = Vec::new();
+        for_each_token(br#"{"parent_session_id":"s-1","x":"s-12 s-1"}"#, |t| {
+            seen.push(String::from_utf8(t.to_vec()).unwrap())
+        });
+        assert_eq!(seen, ["parent_session_id", "s-1", "x", "s-12", "s-1"]);
+    }
+}

@@ -1,0 +1,170 @@
+//! The inventory: what the scan found, as ids, bindings and digests, never message bodies.
+
+use std::collections::BTreeSet;
+
+use fsroot::FileDigest;
+
+/// Everything one scan of S found.
+#[derive(Debug, Default, Clone)]
+pub struct Inventory {
+    /// Top-level `<id>.json` documents, sorted by id.
+    pub documents: Vec<Document>,
+    /// Top-level `<id>/` session directories, sorted by id.
+    pub session_dirs: Vec<SessionDir>,
+    /// Ids of `checkpoints/<id>.json`.
+    pub checkpoints: BTreeSet<String>,
+    /// Ids whose `.late-usage/<id>.live` lease another process holds.
+    pub live_sessions: BTreeSet<String>,
+    /// Ids with a `.late-usage/<id>.deleted` tombstone.
+    pub deleted_sessions: BTreeSet<String>,
+    /// Session-directory ids that some readable document names as a whole token.
+    pub named_by_documents: BTreeSet<String>,
+    /// Entries the doctor leaves alone and reports, sorted by path.
+    pub ignored: Vec<Ignored>,
+    /// Errors met while scanning; the scan went on without the entry.
+    pub errors: Vec<ScanError>,
+}
+
+/// An entry that is not a document, a session directory or a known file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ignored {
+    /// Relative to S, `/`-separated (lossy for non-UTF-8 names).
+    pub path: String,
+    /// Why it is ignored.
+    pub why: &'static str,
+}
+
+/// A scan error: the entry it concerns and what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ScanError {
+    /// Relative to S.
+    pub path: String,
+    /// The message, naming the full path.
+    pub message: String,
+}
+
+/// A top-level session document.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The id (file stem).
+    pub id: String,
+    /// `<id>.json`.
+    pub path: String,
+    /// What reading it found.
+    pub state: DocState,
+}
+
+/// What reading a document found.
+#[derive(Debug, Clone)]
+pub enum DocState {
+    /// Valid against the schema, id equal to the stem.
+    Readable {
+        /// `metadata.runtime_store.data_dir`.
+        data_dir: Option<String>,
+    },
+    /// `schema_version` above the known version: kept, counts as existing.
+    NewerSchema {
+        /// The version it declares.
+        version: u64,
+        /// `metadata.runtime_store.data_dir` when it can be read.
+        data_dir: Option<String>,
+    },
+    /// Not readable: the reason and the digest of the bytes judged.
+    Unreadable {
+        /// Why (parse or schema error).
+        reason: String,
+        /// Size and SHA-256 of what was read.
+        digest: FileDigest,
+    },
+    /// Could not be read at all (permission denied, ...): kept and counted as existing.
+    Inaccessible,
+}
+
+impl DocState {
+    /// Whether the document counts as a known session.
+    pub fn is_known(&self) -> bool {
+        !matches!(self, DocState::Unreadable { .. })
+    }
+
+    /// The binding it declares, if it counts as existing.
+    pub fn data_dir(&self) -> Option<&str> {
+        match self {
+            DocState::Readable { data_dir } | DocState::NewerSchema { data_dir, .. } => {
+                data_dir.as_deref()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A top-level session directory `S/<id>/`.
+#[derive(Debug, Clone)]
+pub struct SessionDir {
+    /// The directory name (a valid id).
+    pub id: String,
+    /// Relative to S.
+    pub path: String,
+    /// Whether it holds only artifacts (no store).
+    pub artifact_only: bool,
+    /// Newest mtime of anything in the tree (seconds), for artifact-only directories.
+    pub newest_mtime: i64,
+    /// Runtime stores directly inside it.
+    pub stores: Vec<Store>,
+}
+
+/// A runtime store `S/<id>/runtime*`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// Relative to S, e.g. `abc/runtime`.
+    pub path: String,
+    /// Whether another process holds its owner lock.
+    pub held: bool,
+    /// Whether it holds work (store-format.md).
+    pub holds_work: bool,
+    /// `owner.json` `owner_id`.
+    pub owner_id: Option<String>,
+    /// Thread records, sorted by id.
+    pub threads: Vec<Thread>,
+}
+
+/// A thread record.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    /// Thread id (file stem).
+    pub id: String,
+    /// Relative to S.
+    pub path: String,
+    /// Size and SHA-256 of the record.
+    pub digest: FileDigest,
+    /// What reading it found.
+    pub state: ThreadState,
+}
+
+/// What reading a thread record found.
+#[derive(Debug, Clone)]
+pub enum ThreadState {
+    /// A record of the known schema.
+    Current {
+        /// `session_id`, when bound.
+        session_id: Option<String>,
+        /// Whether it has a `saved_session_checkpoint`.
+        has_checkpoint: bool,
+    },
+    /// Newer schema: never rewritten or recovered.
+    NewerSchema {
+        /// The version it declares.
+        version: u64,
+    },
+    /// Does not parse: reported, left in place.
+    Unreadable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Inventory {
+    /// All stores of all session directories, in path order.
+    pub fn stores(&self) -> impl Iterator<Item = &Store> {
+        self.session_dirs.iter().flat_map(|d| d.stores.iter())
+    }
+}

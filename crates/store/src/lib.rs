@@ -1,0 +1,14 @@
+//! The session store model: serde types of every JSON file, the published schemas, and the
+//! parallel scan of S into an [`Inventory`] that keeps ids, bindings and digests, never message
+//! bodies.
+
+pub mod ids;
+pub mod inventory;
+pub mod model;
+pub mod scan;
+pub mod schema;
+pub mod time;
+
+pub use inventory::*;
+pub use scan::{judge_document, judge_thread, scan};
+pub use time::{Clock, Timestamp};
