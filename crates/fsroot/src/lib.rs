@@ -28,7 +28,7 @@ use std::ops::Deref;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
@@ -298,13 +298,13 @@ impl WritableRoot {
     }
 
     fn sync_dir(&self, p: &Path) -> Result<()> {
+        let mut opts = OpenOptions::new();
+        opts.read(true).maybe_dir(true).follow(FollowSymlinks::No);
         let d = self
             .dir
-            .open_dir(as_arg(p))
+            .open_with(as_arg(p), &opts)
             .map_err(|e| self.err("open directory", p, e))?;
-        d.into_std_file()
-            .sync_all()
-            .map_err(|e| self.err("sync directory", p, e))
+        d.sync_all().map_err(|e| self.err("sync directory", p, e))
     }
 
     /// The one atomic write: a temporary file in the same directory, written and fsynced,
@@ -312,7 +312,9 @@ impl WritableRoot {
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
-        let name = p.file_name().ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?;
+        let name = p
+            .file_name()
+            .ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?;
         self.create_dir_all(&parent)?;
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let mut tmp_name = OsString::from(".");
@@ -385,7 +387,10 @@ impl WritableRoot {
         let p = confine(rel)?;
         match self.dir.remove_dir(&p) {
             Ok(()) => Ok(true),
-            Err(e) if e.raw_os_error() == Some(39) || e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+            Err(e)
+                if e.raw_os_error() == Some(39)
+                    || e.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
+            {
                 Ok(false)
             }
             Err(e) => Err(self.err("remove directory", &p, e)),
@@ -434,9 +439,7 @@ pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn split_file_path(path: &Path) -> Result<(PathBuf, PathBuf)> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::not_a_file(path))?;
+    let name = path.file_name().ok_or_else(|| Error::not_a_file(path))?;
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

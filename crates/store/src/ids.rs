@@ -50,7 +50,11 @@ pub const WORK_DIRS: &[&str] = &[
 ];
 
 /// Entries an artifact-only session directory may hold.
-pub const ARTIFACT_ENTRIES: &[&str] = &["artifacts", "approval_receipts.jsonl", "approval_receipts.lock"];
+pub const ARTIFACT_ENTRIES: &[&str] = &[
+    "artifacts",
+    "approval_receipts.jsonl",
+    "approval_receipts.lock",
+];
 
 /// Splits `text` into maximal runs of id bytes and calls `f` on each.
 pub fn for_each_token(text: &[u8], mut f: impl FnMut(&[u8])) {

@@ -24,7 +24,8 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
     let mut dir_ids = Vec::new();
     for entry in top {
         let Some(name) = entry.name.to_str().map(str::to_owned) else {
-            inv.ignored.push(ignored(&entry.name.to_string_lossy(), "name is not UTF-8"));
+            inv.ignored
+                .push(ignored(&entry.name.to_string_lossy(), "name is not UTF-8"));
             continue;
         };
         match classify_top(&name, entry.kind) {
@@ -124,7 +125,11 @@ fn scan_document(
             let (state, named) = judge_document(id, &bytes, candidates);
             (state, named, None)
         }
-        Err(e) => (DocState::Inaccessible, Vec::new(), Some(scan_error(&path, &e))),
+        Err(e) => (
+            DocState::Inaccessible,
+            Vec::new(),
+            Some(scan_error(&path, &e)),
+        ),
     };
     let doc = Document {
         id: id.to_owned(),
@@ -177,7 +182,9 @@ pub fn judge_document(
     if declared != Some(id) {
         let declared = declared.unwrap_or_default();
         return (
-            unreadable(format!("metadata.id {declared:?} does not match the file name")),
+            unreadable(format!(
+                "metadata.id {declared:?} does not match the file name"
+            )),
             Vec::new(),
         );
     }
@@ -227,7 +234,9 @@ fn scan_late_usage(root: &Root, inv: &mut Inventory) {
         return;
     };
     for e in entries {
-        let Some(name) = e.name.to_str() else { continue };
+        let Some(name) = e.name.to_str() else {
+            continue;
+        };
         if e.kind != EntryKind::File {
             continue;
         }
@@ -387,10 +396,15 @@ fn scan_store(root: &Root, path: &str) -> (Store, Vec<Ignored>, Vec<ScanError>) 
 
 fn read_json_if_present(root: &Root, rel: &str) -> Result<Option<Value>, ScanError> {
     match root.read(Path::new(rel)) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| ScanError {
-            path: rel.to_owned(),
-            message: format!("cannot parse {}: {e}", root.display_path(Path::new(rel)).display()),
-        }),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| ScanError {
+                path: rel.to_owned(),
+                message: format!(
+                    "cannot parse {}: {e}",
+                    root.display_path(Path::new(rel)).display()
+                ),
+            }),
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(scan_error(rel, &e)),
     }
@@ -415,9 +429,10 @@ fn scan_threads(
         let name = e.name.to_string_lossy();
         match name.strip_suffix(".json") {
             Some(tid) if e.kind == EntryKind::File && is_valid_id(tid) => tids.push(tid.to_owned()),
-            _ if e.kind == EntryKind::Symlink => {
-                ign.push(ignored(&format!("{dir}/{name}"), "symlink (never followed)"))
-            }
+            _ if e.kind == EntryKind::Symlink => ign.push(ignored(
+                &format!("{dir}/{name}"),
+                "symlink (never followed)",
+            )),
             _ => ign.push(ignored(&format!("{dir}/{name}"), "not a thread record")),
         }
     }

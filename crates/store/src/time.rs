@@ -58,8 +58,7 @@ impl Timestamp {
     /// Parses RFC 3339 (`2026-09-01T10:00:00Z`, fractional seconds and offsets allowed).
     pub fn parse(s: &str) -> Option<Timestamp> {
         let b = s.as_bytes();
-        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ')
-        {
+        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
             return None;
         }
         if b[13] != b':' || b[16] != b':' {
@@ -156,12 +155,23 @@ mod tests {
             Some(t),
             "offsets and fractions are honoured"
         );
-        assert_eq!(Timestamp::parse("2000-02-29T00:00:00Z").unwrap().to_string(), "2000-02-29T00:00:00Z");
+        assert_eq!(
+            Timestamp::parse("2000-02-29T00:00:00Z")
+                .unwrap()
+                .to_string(),
+            "2000-02-29T00:00:00Z"
+        );
     }
 
     #[test]
     fn rejects_malformed_timestamps() {
-        for bad in ["", "2026-11-29", "2026-13-01T00:00:00Z", "2026-11-29T00:00:00", "yesterday"] {
+        for bad in [
+            "",
+            "2026-11-29",
+            "2026-13-01T00:00:00Z",
+            "2026-11-29T00:00:00",
+            "yesterday",
+        ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
     }

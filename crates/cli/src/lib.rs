@@ -1,0 +1,230 @@
+//! The doctor's entry points, shared by the `doctor` binary and host applications that embed
+//! it: repair (dry or real), apply a saved plan, and report. Each opens its own root and closes
+//! it (with every handle and lock) before returning, on every path.
+
+mod output;
+
+use std::path::{Path, PathBuf};
+
+use engine::Config;
+use exec::{LastRun, RunId};
+use fsroot::{Root, WritableRoot};
+use plan::{PlanFile, Summary};
+use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
+use store::Clock;
+
+pub use output::{RepairReport, SetAsideRun, StatusReport};
+
+/// Why a run could not go on. Each maps to an exit code of cli.md.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The sessions directory does not exist or is not a directory (exit 2).
+    #[error("sessions directory {} does not exist or is not a directory", .0.display())]
+    MissingDir(PathBuf),
+    /// Another doctor run holds `.reconcile.lock` (exit 75).
+    #[error("another doctor run holds {}; nothing was written", .0.display())]
+    Busy(PathBuf),
+    /// A plan file that cannot be used (exit 2).
+    #[error("{0}")]
+    BadPlan(String),
+    /// Any other failure (exit 1).
+    #[error(transparent)]
+    Fs(#[from] fsroot::Error),
+}
+
+impl RunError {
+    /// The exit code of cli.md.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::MissingDir(_) | RunError::BadPlan(_) => 2,
+            RunError::Busy(_) => 75,
+            RunError::Fs(_) => 1,
+        }
+    }
+}
+
+/// Settings of a sessions repair.
+#[derive(Debug, Clone)]
+pub struct RepairOptions {
+    /// S.
+    pub sessions_dir: PathBuf,
+    /// Plan and print only.
+    pub dry_run: bool,
+    /// `--max-actions`.
+    pub max_actions: usize,
+    /// `--artifact-idle`, seconds.
+    pub artifact_idle_secs: i64,
+    /// The clock.
+    pub clock: Clock,
+}
+
+impl RepairOptions {
+    /// Defaults of cli.md for `sessions_dir`.
+    pub fn new(sessions_dir: impl Into<PathBuf>) -> RepairOptions {
+        RepairOptions {
+            sessions_dir: sessions_dir.into(),
+            dry_run: false,
+            max_actions: 500,
+            artifact_idle_secs: 24 * 3600,
+            clock: Clock::System,
+        }
+    }
+
+    fn config(&self) -> Config {
+        Config {
+            max_actions: self.max_actions,
+            artifact_idle_secs: self.artifact_idle_secs,
+            now: self.clock.now(),
+        }
+    }
+}
+
+/// The default sessions directory: `$CODEWHALE_HOME/sessions`, else `~/.codewhale/sessions`.
+pub fn default_sessions_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home).join("sessions"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".codewhale").join("sessions"))
+}
+
+fn open_error(dir: &Path, e: fsroot::Error) -> RunError {
+    match e.io_error().and_then(|io| io.raw_os_error()) {
+        Some(2) | Some(20) => RunError::MissingDir(dir.to_path_buf()),
+        _ => RunError::Fs(e),
+    }
+}
+
+fn absolute(dir: &Path) -> String {
+    std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Plans the sessions pack and, unless `dry_run`, applies the plan.
+pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
+    let config = opts.config();
+    let run = RunId::new(config.now);
+    if opts.dry_run {
+        let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
+        let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+        return Ok(RepairReport::dry(
+            absolute(&opts.sessions_dir),
+            run,
+            planned,
+        ));
+    }
+    let root =
+        WritableRoot::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
+    let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
+        return Err(RunError::Busy(
+            opts.sessions_dir.join(store::ids::RECONCILE_LOCK),
+        ));
+    };
+    let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+    let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    let report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
+    finish(&root, &report, opts.clock)?;
+    Ok(report)
+}
+
+/// Writes `last.json` for a real run.
+fn finish(root: &WritableRoot, report: &RepairReport, clock: Clock) -> Result<(), RunError> {
+    let last = LastRun {
+        schema_version: 1,
+        run: report.run.clone(),
+        at: clock.now().to_string(),
+        summary: report.summary.clone(),
+    };
+    exec::write_last(root, &last)?;
+    Ok(())
+}
+
+/// The plan file `--plan-out` writes, as bytes (deterministic for the same store).
+pub fn plan_file_bytes(report: &RepairReport) -> Vec<u8> {
+    let file = PlanFile {
+        schema_version: 1,
+        sessions_dir: report.sessions_dir.clone(),
+        plan: report.plan.clone(),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&file).expect("plan serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Applies a plan file exactly: no re-planning; each precondition is checked before acting.
+pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunError> {
+    let bytes = fsroot::read_standalone_file(path)?;
+    let file: PlanFile = serde_json::from_slice(&bytes)
+        .map_err(|e| RunError::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
+    if file.schema_version != 1 {
+        return Err(RunError::BadPlan(format!(
+            "cannot use plan {}: schema_version {} is not 1",
+            path.display(),
+            file.schema_version
+        )));
+    }
+    let dir = PathBuf::from(&file.sessions_dir);
+    let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
+    let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
+        return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
+    };
+    let run = RunId::new(clock.now());
+    let applied = exec::apply_plan(&root, &lock, &file.plan, &run, clock);
+    let report = RepairReport::from_plan_file(file, run, applied);
+    finish(&root, &report, clock)?;
+    Ok(report)
+}
+
+/// `doctor` without a command: what a repair would do now, the last summary, set-aside runs.
+pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
+    let config = opts.config();
+    let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
+    let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+    let pending = RepairReport::dry(
+        absolute(&opts.sessions_dir),
+        RunId::new(config.now),
+        planned,
+    );
+    let last = match root.read(Path::new(&format!("{RECONCILE_DIR}/last.json"))) {
+        Ok(b) => serde_json::from_slice::<LastRun>(&b).ok(),
+        Err(_) => None,
+    };
+    let mut runs = Vec::new();
+    if let Ok(entries) = root.list(Path::new(SET_ASIDE_DIR)) {
+        for e in entries {
+            let name = e.name.to_string_lossy().into_owned();
+            let manifest = format!("{SET_ASIDE_DIR}/{name}/MANIFEST.jsonl");
+            let items = root
+                .read(Path::new(&manifest))
+                .map(|b| b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64)
+                .unwrap_or(0);
+            runs.push(SetAsideRun { run: name, items });
+        }
+    }
+    Ok(StatusReport {
+        schema_version: 1,
+        sessions_dir: pending.sessions_dir.clone(),
+        pending_actions: pending.plan.actions.len() as u64,
+        pending: pending.summary,
+        last,
+        set_aside_runs: runs,
+    })
+}
+
+/// Sums the counts of a summary made of rule counts and action counts.
+pub(crate) fn merge_counts(mut base: Summary, actions: &Summary) -> Summary {
+    base.documents_set_aside += actions.documents_set_aside;
+    base.stores_set_aside += actions.stores_set_aside;
+    base.sessions_recovered += actions.sessions_recovered;
+    base.threads_bound += actions.threads_bound;
+    base.threads_unbound += actions.threads_unbound;
+    base.artifact_dirs_set_aside += actions.artifact_dirs_set_aside;
+    base.errors.extend(actions.errors.iter().cloned());
+    if actions.set_aside_path.is_some() {
+        base.set_aside_path = actions.set_aside_path.clone();
+    }
+    base
+}

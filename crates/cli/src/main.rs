@@ -1,0 +1,134 @@
+//! The `doctor` binary: flags (clap), logging (tracing, to stderr), exit codes (cli.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use doctor::{RepairOptions, RunError};
+use store::{Clock, Timestamp};
+
+/// Repairs on-disk state that applications leave orphaned, without ever losing anything.
+#[derive(Debug, Parser)]
+#[command(name = "doctor", version, about)]
+struct Args {
+    /// Plan and apply the sessions pack (R1-R5).
+    #[arg(long, conflicts_with = "apply_plan")]
+    repair_sessions: bool,
+    /// Apply a plan written by --plan-out exactly, without re-planning.
+    #[arg(long, value_name = "FILE")]
+    apply_plan: Option<PathBuf>,
+    /// The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions).
+    #[arg(long, value_name = "DIR")]
+    sessions_dir: Option<PathBuf>,
+    /// Plan and print; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Apply at most N actions; the rest are reported as deferred.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    max_actions: usize,
+    /// How long an artifact directory must be unchanged before R5 sets it aside.
+    #[arg(long, value_name = "DUR", default_value = "24h", value_parser = parse_duration)]
+    artifact_idle: i64,
+    /// Also write the plan JSON to FILE.
+    #[arg(long, value_name = "FILE", requires = "repair_sessions")]
+    plan_out: Option<PathBuf>,
+    /// Exit 3 when any action is planned (implies --dry-run): for CI.
+    #[arg(long, requires = "repair_sessions")]
+    check: bool,
+}
+
+fn parse_duration(s: &str) -> Result<i64, String> {
+    store::time::parse_duration(s)
+        .ok_or_else(|| format!("invalid duration {s:?} (use 90s, 30m, 24h, 14d)"))
+}
+
+fn clock() -> Result<Clock, String> {
+    match std::env::var("DOCTOR_NOW") {
+        Ok(v) if !v.is_empty() => Timestamp::parse(&v)
+            .map(Clock::Fixed)
+            .ok_or_else(|| format!("DOCTOR_NOW={v:?} is not an RFC 3339 time")),
+        _ => Ok(Clock::System),
+    }
+}
+
+fn init_tracing() {
+    let filter = std::env::var("DOCTOR_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    let mut out = serde_json::to_string_pretty(value).expect("report serializes");
+    out.push('\n');
+    let _ = std::io::stdout().write_all(out.as_bytes());
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let args = Args::parse();
+    match run(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("doctor: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<u8, RunError> {
+    let clock = clock().map_err(RunError::BadPlan)?;
+    if let Some(plan) = &args.apply_plan {
+        let report = doctor::apply_plan_file(plan, clock)?;
+        if args.json {
+            print_json(&report);
+        } else {
+            print!("{}", report.render_human());
+        }
+        return Ok(if report.summary.errors.is_empty() {
+            0
+        } else {
+            1
+        });
+    }
+    let dir = match &args.sessions_dir {
+        Some(d) => d.clone(),
+        None => doctor::default_sessions_dir().ok_or_else(|| {
+            RunError::BadPlan("no --sessions-dir and no HOME to find the default".into())
+        })?,
+    };
+    let mut opts = RepairOptions::new(dir);
+    opts.dry_run = args.dry_run || args.check || !args.repair_sessions;
+    opts.max_actions = args.max_actions;
+    opts.artifact_idle_secs = args.artifact_idle;
+    opts.clock = clock;
+    if !args.repair_sessions {
+        let status = doctor::status(&opts)?;
+        if args.json {
+            print_json(&status);
+        } else {
+            print!("{}", status.render_human());
+        }
+        return Ok(0);
+    }
+    let report = doctor::repair_sessions(&opts)?;
+    if let Some(path) = &args.plan_out {
+        fsroot::write_standalone_file(path, &doctor::plan_file_bytes(&report))?;
+    }
+    if args.json {
+        print_json(&report);
+    } else {
+        print!("{}", report.render_human());
+    }
+    if args.check && !report.plan.actions.is_empty() {
+        return Ok(3);
+    }
+    Ok(0)
+}

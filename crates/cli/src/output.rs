@@ -1,0 +1,252 @@
+//! The reports the entry points return, their JSON form (cli.md) and their human form.
+
+use std::fmt::Write as _;
+
+use engine::Planned;
+use exec::{Applied, LastRun, RunId};
+use plan::{
+    notice_line, render_action, render_skipped, Outcome, OutcomeKind, Plan, PlanFile, Skipped,
+    Summary,
+};
+use serde::Serialize;
+
+use crate::merge_counts;
+
+/// The JSON document of `--repair-sessions` and `--apply-plan`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepairReport {
+    /// Format version (1).
+    pub schema_version: u64,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Absolute S.
+    pub sessions_dir: String,
+    /// Run id.
+    pub run: String,
+    /// The plan.
+    pub plan: Plan,
+    /// One per action applied (empty for a dry run).
+    pub outcomes: Vec<Outcome>,
+    /// Counts.
+    pub summary: Summary,
+    /// Items rules left on purpose.
+    pub skipped: Vec<Skipped>,
+    /// Entries the doctor leaves alone.
+    pub ignored: Vec<String>,
+    /// Bindings that bind nothing the doctor may act on.
+    pub unusable_bindings: Vec<refset::UnusableBinding>,
+    #[serde(skip)]
+    ignored_why: Vec<(String, &'static str)>,
+}
+
+impl RepairReport {
+    pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned) -> RepairReport {
+        let mut actions = Summary::default();
+        for a in &planned.plan.actions {
+            actions.count_action(a);
+        }
+        if actions.items_set_aside() > 0 {
+            actions.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
+        }
+        RepairReport {
+            schema_version: 1,
+            dry_run: true,
+            sessions_dir,
+            run: run.0,
+            outcomes: Vec::new(),
+            summary: merge_counts(planned.counts, &actions),
+            skipped: planned.skipped,
+            ignored: planned.ignored,
+            unusable_bindings: planned.unusable_bindings,
+            ignored_why: planned.ignored_why,
+            plan: planned.plan,
+        }
+    }
+
+    pub(crate) fn applied(
+        sessions_dir: String,
+        run: RunId,
+        planned: Planned,
+        applied: Applied,
+    ) -> RepairReport {
+        RepairReport {
+            schema_version: 1,
+            dry_run: false,
+            sessions_dir,
+            run: run.0,
+            outcomes: applied.outcomes,
+            summary: merge_counts(planned.counts, &applied.summary),
+            skipped: planned.skipped,
+            ignored: planned.ignored,
+            unusable_bindings: planned.unusable_bindings,
+            ignored_why: planned.ignored_why,
+            plan: planned.plan,
+        }
+    }
+
+    pub(crate) fn from_plan_file(file: PlanFile, run: RunId, applied: Applied) -> RepairReport {
+        let mut summary = merge_counts(Summary::default(), &applied.summary);
+        summary.actions_deferred = file.plan.deferred;
+        RepairReport {
+            schema_version: 1,
+            dry_run: false,
+            sessions_dir: file.sessions_dir,
+            run: run.0,
+            outcomes: applied.outcomes,
+            summary,
+            skipped: Vec::new(),
+            ignored: Vec::new(),
+            unusable_bindings: Vec::new(),
+            ignored_why: Vec::new(),
+            plan: file.plan,
+        }
+    }
+
+    /// The human form: one line per action (future tense for a dry run), skipped and ignored
+    /// items, errors, then the summary or the notice line.
+    pub fn render_human(&self) -> String {
+        let mut s = String::new();
+        for a in &self.plan.actions {
+            let outcome = self.outcomes.iter().find(|o| o.seq == a.seq);
+            match outcome {
+                Some(Outcome {
+                    outcome: OutcomeKind::Applied,
+                    ..
+                })
+                | None => {
+                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
+                }
+                Some(Outcome { outcome, why, .. }) => {
+                    let word = if *outcome == OutcomeKind::Skipped {
+                        "skipped"
+                    } else {
+                        "failed"
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{word} {}  ({} {}: {})",
+                        a.path,
+                        a.rule,
+                        a.rule_name,
+                        why.as_deref().unwrap_or("")
+                    );
+                }
+            }
+        }
+        for k in &self.skipped {
+            let _ = writeln!(s, "{}", render_skipped(k));
+        }
+        for (path, why) in &self.ignored_why {
+            let _ = writeln!(s, "ignored {path}  ({why})");
+        }
+        for b in &self.unusable_bindings {
+            let _ = writeln!(
+                s,
+                "binding of {} to {:?} binds nothing  ({})",
+                b.document, b.data_dir, b.why
+            );
+        }
+        for e in &self.summary.errors {
+            let _ = writeln!(s, "error: {e}");
+        }
+        let sm = &self.summary;
+        if self.dry_run {
+            let _ = writeln!(
+                s,
+                "{} action{} planned{}; nothing was written",
+                self.plan.actions.len(),
+                if self.plan.actions.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if self.plan.deferred > 0 {
+                    format!(", {} deferred", self.plan.deferred)
+                } else {
+                    String::new()
+                }
+            );
+        } else if let Some(line) = notice_line(sm) {
+            let _ = writeln!(s, "{line}");
+        }
+        let mut kept = Vec::new();
+        for (n, what) in [
+            (
+                sm.documents_newer_schema,
+                "documents of a newer schema kept",
+            ),
+            (
+                sm.threads_unreadable,
+                "unreadable thread records left in place",
+            ),
+            (sm.stores_kept_with_work, "unbound stores with work kept"),
+            (sm.stores_in_use, "items in use by another process"),
+            (sm.artifact_dirs_kept, "artifact directories kept"),
+            (sm.actions_deferred, "actions deferred by --max-actions"),
+        ] {
+            if n > 0 {
+                kept.push(format!("{n} {what}"));
+            }
+        }
+        if !kept.is_empty() {
+            let _ = writeln!(s, "{}", kept.join(", "));
+        }
+        s
+    }
+}
+
+/// A set-aside run and how many items its manifest lists.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetAsideRun {
+    /// Run id (the directory name).
+    pub run: String,
+    /// Manifest lines.
+    pub items: u64,
+}
+
+/// The JSON document of `doctor` without a command.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    /// Format version (1).
+    pub schema_version: u64,
+    /// Absolute S.
+    pub sessions_dir: String,
+    /// How many actions a repair would plan now.
+    pub pending_actions: u64,
+    /// The summary a dry run would print now.
+    pub pending: Summary,
+    /// The last real run, from `.reconcile/last.json`.
+    pub last: Option<LastRun>,
+    /// Set-aside runs on disk.
+    pub set_aside_runs: Vec<SetAsideRun>,
+}
+
+impl StatusReport {
+    /// The human form.
+    pub fn render_human(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "sessions directory: {}", self.sessions_dir);
+        let p = &self.pending;
+        let _ = writeln!(
+            s,
+            "a repair would now: set aside {} documents, {} stores, {} artifact directories; recover {} sessions; unbind {} threads; bind {} threads ({} actions)",
+            p.documents_set_aside, p.stores_set_aside, p.artifact_dirs_set_aside, p.sessions_recovered, p.threads_unbound, p.threads_bound, self.pending_actions
+        );
+        match &self.last {
+            Some(l) => {
+                let line = notice_line(&l.summary).unwrap_or_else(|| "nothing changed".into());
+                let _ = writeln!(s, "last repair: {} at {}: {line}", l.run, l.at);
+            }
+            None => {
+                let _ = writeln!(s, "last repair: none");
+            }
+        }
+        if self.set_aside_runs.is_empty() {
+            let _ = writeln!(s, "set-aside runs: none");
+        }
+        for r in &self.set_aside_runs {
+            let _ = writeln!(s, "set-aside run {}: {} items", r.run, r.items);
+        }
+        s
+    }
+}

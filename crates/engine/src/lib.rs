@@ -1,0 +1,240 @@
+//! The engine: the pure [`Rule`] trait, and the planner that scans S through a read-only root,
+//! builds the reference set, runs the rules in registry order with projection, orders the
+//! actions deterministically and applies the bound. Rules never touch the filesystem; the
+//! planner's only I/O is the scan and the digests of directory preconditions, both through a
+//! `&Root`, which cannot write.
+
+use std::path::Path;
+
+use fsroot::Root;
+use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
+use refset::ReferenceSet;
+use store::{Inventory, Timestamp};
+
+/// Settings a rule may read.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--max-actions`.
+    pub max_actions: usize,
+    /// `--artifact-idle`, seconds.
+    pub artifact_idle_secs: i64,
+    /// The clock's instant for this run.
+    pub now: Timestamp,
+}
+
+impl Config {
+    /// The defaults of cli.md at instant `now`.
+    pub fn new(now: Timestamp) -> Config {
+        Config {
+            max_actions: 500,
+            artifact_idle_secs: 24 * 3600,
+            now,
+        }
+    }
+}
+
+/// What a rule sees: the inventory, the reference set as projected through earlier rules'
+/// actions, and the settings.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// What the scan found.
+    pub inventory: &'a Inventory,
+    /// References, projected.
+    pub refs: &'a ReferenceSet,
+    /// Settings.
+    pub config: &'a Config,
+}
+
+/// A precondition a rule asks for: files carry their digest from the scan; directories are
+/// digested by the planner after the bound, so only planned directories are walked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// A known precondition.
+    Known(Precondition),
+    /// The tree digest of the action's path, taken at planning time.
+    TreeOfPath,
+}
+
+/// An action as a rule proposes it, before ordering and sealing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// What it does.
+    pub action: ActionKind,
+    /// The item, relative to S.
+    pub path: String,
+    /// For `set_aside`.
+    pub kind: Option<ItemKind>,
+    /// For R3.
+    pub document: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// What it expects.
+    pub expect: Expect,
+    /// How it changes the references for later rules.
+    pub effect: Effect,
+}
+
+/// The effect of a proposal on the reference set, for the rules after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing later rules look at changes.
+    None,
+    /// Document `id` is set aside.
+    DocumentGone {
+        /// Its id.
+        id: String,
+    },
+    /// A thread record loses its binding.
+    ThreadUnbound {
+        /// Thread record path.
+        thread: String,
+    },
+    /// A document `id` now exists, binds `store`, and the thread is bound to it.
+    Recovered {
+        /// New document id.
+        id: String,
+        /// The store it binds.
+        store: String,
+        /// Thread record path.
+        thread: String,
+    },
+}
+
+/// What one rule returns.
+#[derive(Debug, Default)]
+pub struct RuleOutput {
+    /// Proposed actions, in any order.
+    pub proposals: Vec<Proposal>,
+    /// Items deliberately left, with why (JSON `skipped`).
+    pub skipped: Vec<Skipped>,
+    /// Counters the rule contributes to the summary (kept items and the like).
+    pub counts: Summary,
+}
+
+/// A repair rule: inventory and references in, proposals out. No I/O.
+pub trait Rule: Send + Sync {
+    /// `R1`.
+    fn code(&self) -> &'static str;
+    /// `unreadable-document`.
+    fn name(&self) -> &'static str;
+    /// Proposes actions.
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput;
+}
+
+/// The result of planning.
+#[derive(Debug, Default)]
+pub struct Planned {
+    /// The plan, bounded.
+    pub plan: Plan,
+    /// Items skipped by rules.
+    pub skipped: Vec<Skipped>,
+    /// Counts for the summary (actions are counted separately).
+    pub counts: Summary,
+    /// Ignored entries, `path` only.
+    pub ignored: Vec<String>,
+    /// Ignored entries with why, for the human report.
+    pub ignored_why: Vec<(String, &'static str)>,
+    /// Bindings that bind nothing, for the report.
+    pub unusable_bindings: Vec<refset::UnusableBinding>,
+}
+
+/// Scans S and plans the given rules, in order.
+#[tracing::instrument(skip_all)]
+pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroot::Result<Planned> {
+    let inventory = store::scan(root)?;
+    let anchors = [root.anchor(), root.canonical_anchor()];
+    let refs = ReferenceSet::build(&inventory, &anchors);
+    Ok(plan_inventory(root, &inventory, refs, rules, config))
+}
+
+/// Plans the rules over an existing inventory and reference set.
+pub fn plan_inventory(
+    root: &Root,
+    inventory: &Inventory,
+    mut refs: ReferenceSet,
+    rules: &[&dyn Rule],
+    config: &Config,
+) -> Planned {
+    let mut out = Planned::default();
+    let mut ordered: Vec<(&dyn Rule, Proposal)> = Vec::new();
+    for rule in rules {
+        let cx = Context {
+            inventory,
+            refs: &refs,
+            config,
+        };
+        let mut result = rule.plan(&cx);
+        result.proposals.sort_by(|a, b| a.path.cmp(&b.path));
+        result
+            .proposals
+            .dedup_by(|a, b| a.path == b.path && a.action == b.action);
+        for p in &result.proposals {
+            project(&mut refs, inventory, &p.effect);
+        }
+        add_counts(&mut out.counts, &result.counts);
+        out.skipped.extend(result.skipped);
+        ordered.extend(result.proposals.into_iter().map(|p| (*rule, p)));
+    }
+    let total = ordered.len();
+    ordered.truncate(config.max_actions);
+    out.plan.deferred = (total - ordered.len()) as u64;
+    for (rule, p) in ordered {
+        let precondition = match p.expect {
+            Expect::Known(pre) => pre,
+            Expect::TreeOfPath => match root.tree_digest(Path::new(&p.path)) {
+                Ok(d) => Precondition::Tree {
+                    bytes: d.bytes,
+                    tree_blake3: d.tree_blake3,
+                },
+                Err(e) => {
+                    // The item could not be digested, so it cannot be guarded: not planned.
+                    out.counts.errors.push(e.to_string());
+                    continue;
+                }
+            },
+        };
+        out.plan.actions.push(PlannedAction {
+            seq: out.plan.actions.len() as u64 + 1,
+            rule: rule.code().to_owned(),
+            rule_name: rule.name().to_owned(),
+            action: p.action,
+            path: p.path,
+            kind: p.kind,
+            document: p.document,
+            root: None,
+            reason: p.reason,
+            precondition,
+        });
+    }
+    out.counts.actions_deferred = out.plan.deferred;
+    out.counts.limit_reached = total > config.max_actions;
+    out.counts
+        .errors
+        .extend(inventory.errors.iter().map(|e| e.message.clone()));
+    out.ignored = inventory.ignored.iter().map(|i| i.path.clone()).collect();
+    out.ignored_why = inventory
+        .ignored
+        .iter()
+        .map(|i| (i.path.clone(), i.why))
+        .collect();
+    out.unusable_bindings = refs.unusable_bindings.clone();
+    out
+}
+
+fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
+    match effect {
+        Effect::None => {}
+        Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
+        Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
+        Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
+    }
+}
+
+fn add_counts(into: &mut Summary, from: &Summary) {
+    into.documents_newer_schema += from.documents_newer_schema;
+    into.threads_unreadable += from.threads_unreadable;
+    into.stores_kept_with_work += from.stores_kept_with_work;
+    into.stores_in_use += from.stores_in_use;
+    into.artifact_dirs_kept += from.artifact_dirs_kept;
+    into.errors.extend(from.errors.iter().cloned());
+}

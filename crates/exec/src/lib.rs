@@ -1,0 +1,208 @@
+//! The bounded executor: applies a [`Plan`] through a [`WritableRoot`], action for action.
+//! It holds the single-flight `.reconcile.lock`, re-checks each action's precondition and the
+//! session's live lease immediately before acting, writes the manifest line before each move,
+//! and receipts every action applied, skipped or failed. It never deletes.
+
+mod records;
+
+use std::path::Path;
+
+use fsroot::{LockGuard, LockProbe, TryLock, WritableRoot};
+use plan::{ActionKind, Outcome, OutcomeKind, Plan, PlannedAction, Precondition, Summary};
+use store::ids::{LATE_USAGE_DIR, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
+use store::{Clock, Timestamp};
+
+pub use records::{LastRun, ManifestLine, Receipt};
+
+/// A run id, `YYYYMMDDTHHMMSSZ-<6 hex>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunId(pub String);
+
+impl RunId {
+    /// A fresh run id at `now`: the time, then six hex digits unique to this process and call.
+    pub fn new(now: Timestamp) -> RunId {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let mut h = blake3::Hasher::new();
+        h.update(&std::process::id().to_le_bytes());
+        h.update(&nanos.to_le_bytes());
+        h.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        let hex = h.finalize().to_hex();
+        RunId(format!("{}-{}", now.compact(), &hex[..6]))
+    }
+
+    /// Whether `s` has the shape of a run id.
+    pub fn is_valid(s: &str) -> bool {
+        let b = s.as_bytes();
+        b.len() == 23
+            && b[8] == b'T'
+            && b[15] == b'Z'
+            && b[16] == b'-'
+            && b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit)
+            && b[17..]
+                .iter()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    }
+}
+
+/// Takes `S/.reconcile.lock` (mode 0600, non-blocking). `Ok(None)`: another run holds it.
+pub fn acquire_reconcile_lock(root: &WritableRoot) -> fsroot::Result<Option<LockGuard>> {
+    match root.try_lock(Path::new(RECONCILE_LOCK), true, 0o600)? {
+        TryLock::Acquired(g) => Ok(Some(g)),
+        TryLock::Held | TryLock::Missing => Ok(None),
+    }
+}
+
+/// What applying a plan did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// One outcome per action, in plan order.
+    pub outcomes: Vec<Outcome>,
+    /// Counts of applied actions, and errors.
+    pub summary: Summary,
+}
+
+/// Applies `plan` as run `run`. Requires the reconcile lock (the guard proves it is held).
+pub fn apply_plan(
+    root: &WritableRoot,
+    _lock: &LockGuard,
+    plan: &Plan,
+    run: &RunId,
+    clock: Clock,
+) -> Applied {
+    let mut applied = Applied::default();
+    for action in &plan.actions {
+        let (outcome, why, extra) = match apply_one(root, action, run, clock) {
+            Ok(extra) => (OutcomeKind::Applied, None, extra),
+            Err(Refusal::Skip(why)) => (OutcomeKind::Skipped, Some(why), Default::default()),
+            Err(Refusal::Fail(why)) => {
+                applied.summary.errors.push(why.clone());
+                (OutcomeKind::Failed, Some(why), Default::default())
+            }
+        };
+        if outcome == OutcomeKind::Applied {
+            applied.summary.count_action(action);
+            if action.action == ActionKind::SetAside {
+                applied.summary.set_aside_path = Some(format!("{SET_ASIDE_DIR}/{}", run.0));
+            }
+        }
+        let receipt = Receipt {
+            run: run.0.clone(),
+            seq: action.seq,
+            rule: action.rule.clone(),
+            action: action.action,
+            path: action.path.clone(),
+            outcome,
+            why: why.clone(),
+            at: clock.now().to_string(),
+            extra,
+        };
+        if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
+        {
+            applied.summary.errors.push(e.to_string());
+        }
+        applied.outcomes.push(Outcome {
+            seq: action.seq,
+            outcome,
+            why,
+        });
+    }
+    applied
+}
+
+/// Writes `S/.reconcile/last.json` atomically.
+pub fn write_last(root: &WritableRoot, last: &LastRun) -> fsroot::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
+    bytes.push(b'\n');
+    root.write_atomic(Path::new(&format!("{RECONCILE_DIR}/last.json")), &bytes)
+}
+
+enum Refusal {
+    Skip(String),
+    Fail(String),
+}
+
+fn append_json_line<T: serde::Serialize>(
+    root: &WritableRoot,
+    rel: &str,
+    value: &T,
+) -> fsroot::Result<()> {
+    let mut line = serde_json::to_vec(value).expect("record serializes");
+    line.push(b'\n');
+    root.append(Path::new(rel), &line)
+}
+
+/// The session id an item belongs to: the stem of `<id>.json` or the first component.
+fn session_of(path: &str) -> &str {
+    let first = path.split('/').next().unwrap_or(path);
+    first.strip_suffix(".json").unwrap_or(first)
+}
+
+fn check_not_live(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
+    let lease = format!("{LATE_USAGE_DIR}/{}.live", session_of(&action.path));
+    match root.probe_lock(Path::new(&lease)) {
+        Ok(LockProbe::Held) => Err(Refusal::Skip("session is live".into())),
+        Ok(_) => Ok(()),
+        Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
+    }
+}
+
+fn check_precondition(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
+    let path = Path::new(&action.path);
+    let holds = match &action.precondition {
+        Precondition::File { bytes, sha256 } => root
+            .file_digest(path)
+            .is_ok_and(|d| d.bytes == *bytes && d.sha256 == *sha256),
+        Precondition::Tree { bytes, tree_blake3 } => root
+            .tree_digest(path)
+            .is_ok_and(|d| d.bytes == *bytes && d.tree_blake3 == *tree_blake3),
+    };
+    if holds {
+        Ok(())
+    } else {
+        Err(Refusal::Skip("changed since planned".into()))
+    }
+}
+
+fn apply_one(
+    root: &WritableRoot,
+    action: &PlannedAction,
+    run: &RunId,
+    clock: Clock,
+) -> Result<serde_json::Map<String, serde_json::Value>, Refusal> {
+    check_not_live(root, action)?;
+    check_precondition(root, action)?;
+    match action.action {
+        ActionKind::SetAside => set_aside(root, action, run, clock),
+        other => Err(Refusal::Fail(format!(
+            "{}: this executor cannot apply `{}` actions",
+            action.path,
+            serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+fn set_aside(
+    root: &WritableRoot,
+    action: &PlannedAction,
+    run: &RunId,
+    clock: Clock,
+) -> Result<serde_json::Map<String, serde_json::Value>, Refusal> {
+    let run_dir = format!("{SET_ASIDE_DIR}/{}", run.0);
+    let moved_to = format!("{run_dir}/{}", action.path);
+    let line = ManifestLine::for_action(action, run, &moved_to, clock.now());
+    append_json_line(root, &format!("{run_dir}/MANIFEST.jsonl"), &line)
+        .map_err(|e| Refusal::Fail(e.to_string()))?;
+    root.move_item(Path::new(&action.path), Path::new(&moved_to))
+        .map_err(|e| Refusal::Fail(e.to_string()))?;
+    let mut extra = serde_json::Map::new();
+    extra.insert("moved_to".into(), moved_to.into());
+    Ok(extra)
+}

@@ -1,0 +1,168 @@
+//! The plan: an ordered list of [`PlannedAction`]s, each with the precondition it expects to
+//! find, plus the count of deferred actions. One value, which a dry run prints and a real run
+//! applies, action for action. Also the run summary and the text rendering of both.
+
+mod render;
+mod summary;
+
+use serde::{Deserialize, Serialize};
+
+pub use render::{notice_line, render_action, render_skipped};
+pub use summary::Summary;
+
+/// What an action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// Move an item into `.set-aside/<run>/`.
+    SetAside,
+    /// Rewrite a thread record without its binding.
+    UnbindThread,
+    /// Write a recovered document and bind the thread to it.
+    RecoverThread,
+    /// Bind a thread to the already written recovered document.
+    BindThread,
+    /// Delete a regenerable build work directory.
+    ReclaimDir,
+}
+
+impl ActionKind {
+    /// The verb of the dry-run line (`would <verb>`).
+    pub fn verb(self) -> &'static str {
+        match self {
+            ActionKind::SetAside => "set aside",
+            ActionKind::UnbindThread => "unbind",
+            ActionKind::RecoverThread => "recover",
+            ActionKind::BindThread => "bind",
+            ActionKind::ReclaimDir => "reclaim",
+        }
+    }
+
+    /// The verb of the real-run line.
+    pub fn past(self) -> &'static str {
+        match self {
+            ActionKind::SetAside => "set aside",
+            ActionKind::UnbindThread => "unbound",
+            ActionKind::RecoverThread => "recovered",
+            ActionKind::BindThread => "bound",
+            ActionKind::ReclaimDir => "reclaimed",
+        }
+    }
+}
+
+/// What kind of item a `set_aside` moves (the manifest's `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// A session document.
+    Document,
+    /// A whole runtime store.
+    RuntimeStore,
+    /// A session directory.
+    Directory,
+    /// The bytes a thread record had before its first rewrite in a run.
+    PreviousVersion,
+}
+
+/// What an action expects to find, checked immediately before it is applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Precondition {
+    /// A regular file of this size and SHA-256.
+    File {
+        /// Size in bytes.
+        bytes: u64,
+        /// Lowercase hex SHA-256.
+        sha256: String,
+    },
+    /// A directory whose tree digest is this.
+    Tree {
+        /// Sum of file sizes.
+        bytes: u64,
+        /// BLAKE3 of the tree listing.
+        tree_blake3: String,
+    },
+}
+
+/// One planned action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedAction {
+    /// 1-based position in the plan.
+    pub seq: u64,
+    /// Rule code (`R1`).
+    pub rule: String,
+    /// Rule name (`unreadable-document`).
+    pub rule_name: String,
+    /// What it does.
+    pub action: ActionKind,
+    /// The item, relative to the directory the run works on, `/`-separated.
+    pub path: String,
+    /// For `set_aside`: the kind of item moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ItemKind>,
+    /// For `recover_thread` / `bind_thread`: the document, relative to S.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
+    /// For B1: the absolute root the path is relative to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// What it expects to find.
+    pub precondition: Precondition,
+}
+
+/// The plan of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The actions, in order.
+    pub actions: Vec<PlannedAction>,
+    /// How many actions the bound left for a later run.
+    pub deferred: u64,
+}
+
+/// An item a rule would have acted on but did not, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Relative path.
+    pub path: String,
+    /// Rule code.
+    pub rule: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The plan as `--plan-out` writes it and `--apply-plan` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFile {
+    /// Format version (1).
+    pub schema_version: u64,
+    /// The absolute sessions directory the plan was made for.
+    pub sessions_dir: String,
+    /// The plan.
+    pub plan: Plan,
+}
+
+/// The outcome of one applied action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// Done.
+    Applied,
+    /// Not done, on purpose (precondition, live holder).
+    Skipped,
+    /// Tried and failed; nothing was lost.
+    Failed,
+}
+
+/// What happened to one action of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The action's `seq`.
+    pub seq: u64,
+    /// What happened.
+    pub outcome: OutcomeKind,
+    /// Why, when not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}

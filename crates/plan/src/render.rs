@@ -1,0 +1,45 @@
+//! Text rendering of plans and outcomes, shared by the dry run and the real run.
+
+use crate::{PlannedAction, Skipped, Summary};
+
+/// `would set aside torn.json  (R1 unreadable-document: <reason>)`, or the past tense.
+pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
+    let verb = if dry_run {
+        format!("would {}", a.action.verb())
+    } else {
+        a.action.past().to_owned()
+    };
+    let doc = match &a.document {
+        Some(d) => format!(" as {d}"),
+        None => String::new(),
+    };
+    format!(
+        "{verb} {}{doc}  ({} {}: {})",
+        a.path, a.rule, a.rule_name, a.reason
+    )
+}
+
+/// `skipped <path>  (<rule>: <why>)`.
+pub fn render_skipped(s: &Skipped) -> String {
+    format!("skipped {}  ({}: {})", s.path, s.rule, s.why)
+}
+
+/// The notice line of a real run, or `None` when nothing changed.
+pub fn notice_line(s: &Summary) -> Option<String> {
+    let mut parts = Vec::new();
+    if s.sessions_recovered > 0 {
+        parts.push(format!("{} recovered", s.sessions_recovered));
+    }
+    if s.threads_bound > 0 {
+        parts.push(format!("{} threads re-linked", s.threads_bound));
+    }
+    if s.threads_unbound > 0 {
+        parts.push(format!("{} threads unbound", s.threads_unbound));
+    }
+    let set_aside = s.items_set_aside();
+    if set_aside > 0 {
+        let to = s.set_aside_path.as_deref().unwrap_or(".set-aside");
+        parts.push(format!("{set_aside} unused items set aside → {to}"));
+    }
+    (!parts.is_empty()).then(|| format!("Sessions repaired: {}", parts.join(", ")))
+}

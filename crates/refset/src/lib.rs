@@ -1,0 +1,198 @@
+//! The reference set, built once per run from the inventory: known sessions, bound stores,
+//! thread bindings, live sessions, held stores and named ids (store-format.md, "References").
+//! Never from directory names alone. The planner projects it through the actions that earlier
+//! rules planned, with the `project_*` methods.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path};
+
+use store::{Inventory, ThreadState};
+
+/// A binding that binds nothing the doctor may act on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct UnusableBinding {
+    /// The document that declares it.
+    pub document: String,
+    /// The `data_dir` as written.
+    pub data_dir: String,
+    /// Why it binds nothing.
+    pub why: &'static str,
+}
+
+/// What refers to what, from the files themselves.
+#[derive(Debug, Clone, Default)]
+pub struct ReferenceSet {
+    /// Ids of readable and newer-schema documents and of checkpoints.
+    pub known_sessions: BTreeSet<String>,
+    /// Store path (relative to S) → ids of the documents that bind it.
+    pub bound_stores: BTreeMap<String, BTreeSet<String>>,
+    /// Thread record path → its `session_id`.
+    pub thread_bindings: BTreeMap<String, Option<String>>,
+    /// Ids whose live lease another process holds.
+    pub live_sessions: BTreeSet<String>,
+    /// Store paths whose owner lock another process holds.
+    pub held_stores: BTreeSet<String>,
+    /// Ids any thread names, and session-directory ids named in a readable document's text.
+    pub named: BTreeSet<String>,
+    /// Bindings that lead outside S, through a symlink, or to no runtime store.
+    pub unusable_bindings: Vec<UnusableBinding>,
+}
+
+/// Resolves a `data_dir` lexically to a path relative to S, or says why it cannot be used.
+/// `anchors` are the spellings of S's absolute path (as given, canonical).
+pub fn resolve_binding(data_dir: &str, anchors: &[&Path]) -> Result<String, &'static str> {
+    let p = Path::new(data_dir);
+    let rel = if p.is_absolute() {
+        anchors
+            .iter()
+            .find_map(|a| p.strip_prefix(a).ok())
+            .ok_or("binding leads outside the sessions directory")?
+    } else {
+        p
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str().ok_or("binding is not UTF-8")?),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts
+                    .pop()
+                    .ok_or("binding leads outside the sessions directory")?;
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("binding leads outside the sessions directory")
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err("binding names the sessions directory itself");
+    }
+    Ok(parts.join("/"))
+}
+
+impl ReferenceSet {
+    /// Builds the reference set from an inventory. `anchors` as for [`resolve_binding`].
+    pub fn build(inv: &Inventory, anchors: &[&Path]) -> ReferenceSet {
+        let mut refs = ReferenceSet {
+            live_sessions: inv.live_sessions.clone(),
+            named: inv.named_by_documents.clone(),
+            ..ReferenceSet::default()
+        };
+        refs.known_sessions.extend(inv.checkpoints.iter().cloned());
+        let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
+        for doc in &inv.documents {
+            if !doc.state.is_known() {
+                continue;
+            }
+            refs.known_sessions.insert(doc.id.clone());
+            let Some(data_dir) = doc.state.data_dir() else {
+                continue;
+            };
+            let resolved = resolve_binding(data_dir, anchors).and_then(|rel| {
+                if stores.contains(rel.as_str()) {
+                    Ok(rel)
+                } else {
+                    Err("binding names no runtime store (missing, not a store, or through a symlink)")
+                }
+            });
+            match resolved {
+                Ok(rel) => {
+                    refs.bound_stores
+                        .entry(rel)
+                        .or_default()
+                        .insert(doc.id.clone());
+                }
+                Err(why) => refs.unusable_bindings.push(UnusableBinding {
+                    document: doc.path.clone(),
+                    data_dir: data_dir.to_owned(),
+                    why,
+                }),
+            }
+        }
+        for store in inv.stores() {
+            if store.held {
+                refs.held_stores.insert(store.path.clone());
+            }
+            for t in &store.threads {
+                if let ThreadState::Current { session_id, .. } = &t.state {
+                    refs.thread_bindings
+                        .insert(t.path.clone(), session_id.clone());
+                    refs.named.extend(session_id.iter().cloned());
+                }
+            }
+        }
+        refs
+    }
+
+    /// Whether a store is bound by a known document.
+    pub fn is_bound(&self, store: &str) -> bool {
+        self.bound_stores.get(store).is_some_and(|d| !d.is_empty())
+    }
+
+    /// Projection of setting document `id` aside: it is no longer a known session (unless a
+    /// checkpoint keeps it known) and binds nothing.
+    pub fn project_document_set_aside(&mut self, id: &str, checkpoints: &BTreeSet<String>) {
+        if !checkpoints.contains(id) {
+            self.known_sessions.remove(id);
+        }
+        for docs in self.bound_stores.values_mut() {
+            docs.remove(id);
+        }
+    }
+
+    /// Projection of unbinding a thread record.
+    pub fn project_thread_unbound(&mut self, thread_path: &str) {
+        self.thread_bindings.insert(thread_path.to_owned(), None);
+    }
+
+    /// Projection of a new document `id` that binds `store` and a thread bound to it.
+    pub fn project_recovered(&mut self, id: &str, store: &str, thread_path: &str) {
+        self.known_sessions.insert(id.to_owned());
+        self.bound_stores
+            .entry(store.to_owned())
+            .or_default()
+            .insert(id.to_owned());
+        self.thread_bindings
+            .insert(thread_path.to_owned(), Some(id.to_owned()));
+        self.named.insert(id.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_bindings_lexically_inside_s() {
+        let a = Path::new("/home/u/.codewhale/sessions");
+        let c = Path::new("/data/sessions");
+        let anchors = [a, c];
+        assert_eq!(
+            resolve_binding("abc/runtime", &anchors),
+            Ok("abc/runtime".into())
+        );
+        assert_eq!(
+            resolve_binding("./abc/../abc/runtime", &anchors),
+            Ok("abc/runtime".into())
+        );
+        assert_eq!(
+            resolve_binding("/home/u/.codewhale/sessions/abc/runtime", &anchors),
+            Ok("abc/runtime".into())
+        );
+        assert_eq!(
+            resolve_binding("/data/sessions/x/runtime-recovered-1", &anchors),
+            Ok("x/runtime-recovered-1".into())
+        );
+        for outside in [
+            "/etc",
+            "../../..",
+            "abc/../../x",
+            "/home/u/other/abc/runtime",
+            "",
+            ".",
+        ] {
+            assert!(resolve_binding(outside, &anchors).is_err(), "{outside}");
+        }
+    }
+}

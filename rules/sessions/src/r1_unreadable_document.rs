@@ -1,0 +1,80 @@
+//! R1 `unreadable-document`: sets aside session documents that cannot be read.
+
+use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
+use plan::{ActionKind, ItemKind, Precondition, Skipped};
+use store::DocState;
+
+/// ## What it finds
+///
+/// A session document `S/<id>.json` (a valid id, not a reserved name) that is not readable:
+/// not JSON, not UTF-8, truncated anywhere (also after an intact metadata prefix: the whole
+/// document is parsed), wrong types or missing required fields (it is validated against
+/// `docs/schemas/document.schema.json`), or a `metadata.id` different from the file stem.
+///
+/// ## What it does
+///
+/// Moves the document into `.set-aside/<run>/<id>.json`. The manifest line has
+/// `kind: "document"`, its `sha256` and `bytes`; the action's precondition is the same size
+/// and hash, so a document rewritten since the plan is skipped, not moved.
+///
+/// ## What it never touches
+///
+/// - a document whose `schema_version` is newer than 1: kept, counted in
+///   `documents_newer_schema`, and still counts as a known session;
+/// - the document of a live session (its `.late-usage/<id>.live` lease is held by another
+///   process): listed under `skipped`;
+/// - reserved names (`session_boot_owners.json`), names that are not valid ids, directories
+///   or symlinks named `x.json`: listed under `ignored`.
+///
+/// ## Example
+///
+/// `S/torn.json` holding `{"schema_version":1,"metadata":{"id":"torn",` is planned as
+/// `would set aside torn.json  (R1 unreadable-document: unreadable document: EOF while
+/// parsing an object at line 1 column 38)`.
+#[derive(Debug, Clone, Copy)]
+pub struct UnreadableDocument;
+
+impl Rule for UnreadableDocument {
+    fn code(&self) -> &'static str {
+        "R1"
+    }
+
+    fn name(&self) -> &'static str {
+        "unreadable-document"
+    }
+
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
+        let mut out = RuleOutput::default();
+        for doc in &cx.inventory.documents {
+            let (reason, digest) = match &doc.state {
+                DocState::NewerSchema { .. } => {
+                    out.counts.documents_newer_schema += 1;
+                    continue;
+                }
+                DocState::Unreadable { reason, digest } => (reason, digest),
+                DocState::Readable { .. } | DocState::Inaccessible => continue,
+            };
+            if cx.refs.live_sessions.contains(&doc.id) {
+                out.skipped.push(Skipped {
+                    path: doc.path.clone(),
+                    rule: self.code().into(),
+                    why: "session is live".into(),
+                });
+                continue;
+            }
+            out.proposals.push(Proposal {
+                action: ActionKind::SetAside,
+                path: doc.path.clone(),
+                kind: Some(ItemKind::Document),
+                document: None,
+                reason: reason.clone(),
+                expect: Expect::Known(Precondition::File {
+                    bytes: digest.bytes,
+                    sha256: digest.sha256.clone(),
+                }),
+                effect: Effect::DocumentGone { id: doc.id.clone() },
+            });
+        }
+        out
+    }
+}

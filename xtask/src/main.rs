@@ -1,0 +1,2 @@
+//! `cargo xtask`: developer tasks (snapshots, docs).
+fn main() {}
