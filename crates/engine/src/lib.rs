@@ -45,6 +45,16 @@ pub struct Context<'a> {
     pub config: &'a Config,
 }
 
+impl Context<'_> {
+    /// Whether `path` lies in a live session's directory or is a live session's document: its
+    /// first component (or the stem of `<id>.json`) names a session whose lease is held.
+    pub fn is_live_path(&self, path: &str) -> bool {
+        let first = path.split('/').next().unwrap_or(path);
+        let id = first.strip_suffix(".json").unwrap_or(first);
+        self.refs.live_sessions.contains(id)
+    }
+}
+
 /// A precondition a rule asks for: files carry their digest from the scan; directories are
 /// digested by the planner after the bound, so only planned directories are walked.
 #[derive(Debug, Clone, PartialEq, Eq)]

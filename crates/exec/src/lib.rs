@@ -8,10 +8,15 @@ mod records;
 use std::path::Path;
 
 use fsroot::{LockGuard, LockProbe, TryLock, WritableRoot};
-use plan::{ActionKind, Outcome, OutcomeKind, Plan, PlannedAction, Precondition, Summary};
-use store::ids::{LATE_USAGE_DIR, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
+use plan::{
+    ActionKind, ItemKind, Outcome, OutcomeKind, Plan, PlannedAction, Precondition, Summary,
+};
+use store::ids::{LATE_USAGE_DIR, OWNER_LOCK, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
 use store::{Clock, Timestamp};
 
+mod act;
+
+use act::{Act, Extra};
 pub use records::{LastRun, ManifestLine, Receipt};
 
 /// A run id, `YYYYMMDDTHHMMSSZ-<6 hex>`.
@@ -121,12 +126,12 @@ pub fn write_last(root: &WritableRoot, last: &LastRun) -> fsroot::Result<()> {
     root.write_atomic(Path::new(&format!("{RECONCILE_DIR}/last.json")), &bytes)
 }
 
-enum Refusal {
+pub(crate) enum Refusal {
     Skip(String),
     Fail(String),
 }
 
-fn append_json_line<T: serde::Serialize>(
+pub(crate) fn append_json_line<T: serde::Serialize>(
     root: &WritableRoot,
     rel: &str,
     value: &T,
@@ -173,36 +178,57 @@ fn apply_one(
     action: &PlannedAction,
     run: &RunId,
     clock: Clock,
-) -> Result<serde_json::Map<String, serde_json::Value>, Refusal> {
+) -> Result<Extra, Refusal> {
     check_not_live(root, action)?;
+    // The store's owner lock is held from before the precondition check until the action is
+    // done, so no host can open the store in between.
+    let _owner = match store_of(action) {
+        Some(store) => lock_store(root, &store)?,
+        None => None,
+    };
     check_precondition(root, action)?;
+    let cx = Act {
+        root,
+        action,
+        run,
+        clock,
+    };
     match action.action {
-        ActionKind::SetAside => set_aside(root, action, run, clock),
-        other => Err(Refusal::Fail(format!(
-            "{}: this executor cannot apply `{}` actions",
-            action.path,
-            serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
+        ActionKind::SetAside if action.kind == Some(ItemKind::RuntimeStore) => cx.move_store(),
+        ActionKind::SetAside => cx.set_aside(),
+        ActionKind::UnbindThread => cx.unbind_thread(),
+        ActionKind::RecoverThread => cx.recover_thread(),
+        ActionKind::BindThread => cx.bind_thread(),
+        ActionKind::ReclaimDir => Err(Refusal::Fail(format!(
+            "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
+            action.path
         ))),
     }
 }
 
-fn set_aside(
-    root: &WritableRoot,
-    action: &PlannedAction,
-    run: &RunId,
-    clock: Clock,
-) -> Result<serde_json::Map<String, serde_json::Value>, Refusal> {
-    let run_dir = format!("{SET_ASIDE_DIR}/{}", run.0);
-    let moved_to = format!("{run_dir}/{}", action.path);
-    let line = ManifestLine::for_action(action, run, &moved_to, clock.now());
-    append_json_line(root, &format!("{run_dir}/MANIFEST.jsonl"), &line)
-        .map_err(|e| Refusal::Fail(e.to_string()))?;
-    root.move_item(Path::new(&action.path), Path::new(&moved_to))
-        .map_err(|e| Refusal::Fail(e.to_string()))?;
-    let mut extra = serde_json::Map::new();
-    extra.insert("moved_to".into(), moved_to.into());
-    Ok(extra)
+/// The store an action works in: the store itself for a store set-aside, the store of the
+/// thread record for thread actions.
+fn store_of(action: &PlannedAction) -> Option<String> {
+    match action.action {
+        ActionKind::SetAside if action.kind == Some(ItemKind::RuntimeStore) => {
+            Some(action.path.clone())
+        }
+        ActionKind::UnbindThread | ActionKind::RecoverThread | ActionKind::BindThread => action
+            .path
+            .rsplit_once("/threads/")
+            .map(|(store, _)| store.to_owned()),
+        _ => None,
+    }
+}
+
+fn lock_store(root: &WritableRoot, store: &str) -> Result<Option<LockGuard>, Refusal> {
+    let lock = format!("{store}/{OWNER_LOCK}");
+    match root.try_lock(Path::new(&lock), false, 0o644) {
+        Ok(TryLock::Acquired(g)) => Ok(Some(g)),
+        Ok(TryLock::Missing) => Ok(None),
+        Ok(TryLock::Held) => Err(Refusal::Skip("store is in use by another process".into())),
+        Err(e) => Err(Refusal::Skip(format!(
+            "cannot take the store's owner lock: {e}"
+        ))),
+    }
 }

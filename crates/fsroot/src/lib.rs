@@ -381,6 +381,29 @@ impl WritableRoot {
         self.sync_dir(f.parent().unwrap_or(Path::new("")))
     }
 
+    /// Copies the regular file `from` to the new file `to` (which must not exist), fsyncing the
+    /// copy and its directory. Parents of `to` are created.
+    pub fn copy_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let f = confine(from)?;
+        let t = confine(to)?;
+        let bytes = self.read(&f)?;
+        let parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
+        self.create_dir_all(&parent)?;
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o644);
+        let mut out = self
+            .dir
+            .open_with(&t, &opts)
+            .map_err(|e| self.err("create", &t, e))?;
+        out.write_all(&bytes)
+            .map_err(|e| self.err("write", &t, e))?;
+        out.sync_all().map_err(|e| self.err("sync", &t, e))?;
+        self.sync_dir(&parent)
+    }
+
     /// Removes `rel` if it is an empty directory. Returns `false` (and leaves it) when it is
     /// not empty.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {

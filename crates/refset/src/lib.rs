@@ -34,6 +34,8 @@ pub struct ReferenceSet {
     pub held_stores: BTreeSet<String>,
     /// Ids any thread names, and session-directory ids named in a readable document's text.
     pub named: BTreeSet<String>,
+    /// Ids with a file at `S/<id>.json`, whatever its state.
+    pub present_documents: BTreeSet<String>,
     /// Bindings that lead outside S, through a symlink, or to no runtime store.
     pub unusable_bindings: Vec<UnusableBinding>,
 }
@@ -82,6 +84,7 @@ impl ReferenceSet {
         refs.known_sessions.extend(inv.checkpoints.iter().cloned());
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
         for doc in &inv.documents {
+            refs.present_documents.insert(doc.id.clone());
             if !doc.state.is_known() {
                 continue;
             }
@@ -130,12 +133,18 @@ impl ReferenceSet {
         self.bound_stores.get(store).is_some_and(|d| !d.is_empty())
     }
 
+    /// Whether document `id` binds `store`.
+    pub fn binds(&self, id: &str, store: &str) -> bool {
+        self.bound_stores.get(store).is_some_and(|d| d.contains(id))
+    }
+
     /// Projection of setting document `id` aside: it is no longer a known session (unless a
     /// checkpoint keeps it known) and binds nothing.
     pub fn project_document_set_aside(&mut self, id: &str, checkpoints: &BTreeSet<String>) {
         if !checkpoints.contains(id) {
             self.known_sessions.remove(id);
         }
+        self.present_documents.remove(id);
         for docs in self.bound_stores.values_mut() {
             docs.remove(id);
         }
@@ -149,6 +158,7 @@ impl ReferenceSet {
     /// Projection of a new document `id` that binds `store` and a thread bound to it.
     pub fn project_recovered(&mut self, id: &str, store: &str, thread_path: &str) {
         self.known_sessions.insert(id.to_owned());
+        self.present_documents.insert(id.to_owned());
         self.bound_stores
             .entry(store.to_owned())
             .or_default()

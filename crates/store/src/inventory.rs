@@ -138,6 +138,11 @@ pub struct Thread {
     pub digest: FileDigest,
     /// What reading it found.
     pub state: ThreadState,
+    /// For an unbound or dangling thread in a store nobody holds: what a recovery would hold
+    /// (`None` when not recoverable or not looked at).
+    pub recovery: Option<crate::recover::RecoverySummary>,
+    /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it.
+    pub unbound_digest: Option<FileDigest>,
 }
 
 /// What reading a thread record found.
@@ -163,6 +168,17 @@ pub enum ThreadState {
 }
 
 impl Inventory {
+    /// Ids that count as known sessions: readable, newer-schema and inaccessible documents,
+    /// and checkpoints.
+    pub fn known_ids(&self) -> BTreeSet<&str> {
+        self.documents
+            .iter()
+            .filter(|d| d.state.is_known())
+            .map(|d| d.id.as_str())
+            .chain(self.checkpoints.iter().map(String::as_str))
+            .collect()
+    }
+
     /// All stores of all session directories, in path order.
     pub fn stores(&self) -> impl Iterator<Item = &Store> {
         self.session_dirs.iter().flat_map(|d| d.stores.iter())

@@ -5,10 +5,11 @@
 pub mod ids;
 pub mod inventory;
 pub mod model;
+pub mod recover;
 pub mod scan;
 pub mod schema;
 pub mod time;
 
 pub use inventory::*;
-pub use scan::{judge_document, judge_thread, scan};
+pub use scan::{digest_of, judge_document, judge_thread, scan};
 pub use time::{Clock, Timestamp};

@@ -58,9 +58,62 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
         inv.errors.extend(errs);
         inv.session_dirs.push(dir);
     }
+    summarize_orphans(root, &mut inv);
     inv.ignored.sort();
     inv.errors.sort();
     Ok(inv)
+}
+
+/// For every unbound or dangling thread in a store nobody holds, reads its turns once to learn
+/// whether it is recoverable, and digests the record as R4 would rewrite it.
+fn summarize_orphans(root: &Root, inv: &mut Inventory) {
+    let known: HashSet<String> = inv.known_ids().into_iter().map(str::to_owned).collect();
+    let errors: Vec<ScanError> = inv
+        .session_dirs
+        .par_iter_mut()
+        .flat_map_iter(|dir| dir.stores.iter_mut())
+        .filter(|store| !store.held)
+        .flat_map(|store| {
+            let owner = store.owner_id.clone();
+            let path = store.path.clone();
+            let known = &known;
+            store.threads.par_iter_mut().filter_map(move |t| {
+                let ThreadState::Current { session_id, .. } = &t.state else {
+                    return None;
+                };
+                if session_id.as_ref().is_some_and(|s| known.contains(s)) {
+                    return None;
+                }
+                summarize_thread(root, &path, owner.as_deref(), t).err()
+            })
+        })
+        .collect();
+    inv.errors.extend(errors);
+}
+
+fn summarize_thread(
+    root: &Root,
+    store: &str,
+    owner: Option<&str>,
+    t: &mut Thread,
+) -> Result<(), ScanError> {
+    let bytes = root
+        .read(Path::new(&t.path))
+        .map_err(|e| scan_error(&t.path, &e))?;
+    if let ThreadState::Current {
+        session_id: Some(_),
+        ..
+    } = &t.state
+    {
+        t.unbound_digest = crate::recover::unbound_thread_bytes(&bytes).map(|b| digest_of(&b));
+    }
+    let Ok(record) = serde_json::from_slice::<crate::model::ThreadRecord>(&bytes) else {
+        return Ok(());
+    };
+    let built = crate::recover::build_recovered(root, store, owner, &record)
+        .map_err(|e| scan_error(&t.path, &e))?;
+    t.recovery = built.map(|(r, n)| r.summary(n));
+    Ok(())
 }
 
 enum Top {
@@ -139,7 +192,8 @@ fn scan_document(
     (doc, named, err)
 }
 
-fn digest_of(bytes: &[u8]) -> FileDigest {
+/// Size and SHA-256 of bytes in memory.
+pub fn digest_of(bytes: &[u8]) -> FileDigest {
     FileDigest {
         bytes: bytes.len() as u64,
         sha256: fsroot::hex(&Sha256::digest(bytes)),
@@ -272,7 +326,8 @@ fn scan_session_dir(root: &Root, id: &str) -> (SessionDir, Vec<Ignored>, Vec<Sca
     let Some(entries) = list_or_record(root, id, &mut errs) else {
         return (dir, ign, errs);
     };
-    let mut artifact_only = true;
+    // An empty directory holds nothing to set aside: it is not artifact-only.
+    let mut artifact_only = !entries.is_empty();
     let mut store_names = Vec::new();
     for e in &entries {
         let name = e.name.to_string_lossy();
@@ -448,6 +503,8 @@ fn scan_threads(
                 digest: digest_of(&bytes),
                 state: judge_thread(tid, &bytes),
                 path,
+                recovery: None,
+                unbound_digest: None,
             })
         })
         .collect();

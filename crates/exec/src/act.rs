@@ -1,0 +1,269 @@
+//! Applying one action: set-aside moves (the store-move protocol for runtime stores), thread
+//! unbinding, recovery and binding. Preconditions and locks are already checked by the caller.
+
+use std::path::Path;
+
+use fsroot::WritableRoot;
+use plan::{ItemKind, PlannedAction};
+use serde_json::{Map, Value};
+use store::ids::{OWNER_LOCK, SET_ASIDE_DIR};
+use store::model::{SessionDocument, ThreadRecord};
+use store::recover;
+use store::Clock;
+
+use crate::records::ManifestLine;
+use crate::{append_json_line, Refusal, RunId};
+
+/// Action-specific receipt fields.
+pub(crate) type Extra = Map<String, Value>;
+
+pub(crate) struct Act<'a> {
+    pub root: &'a WritableRoot,
+    pub action: &'a PlannedAction,
+    pub run: &'a RunId,
+    pub clock: Clock,
+}
+
+fn fail(e: impl ToString) -> Refusal {
+    Refusal::Fail(e.to_string())
+}
+
+impl Act<'_> {
+    fn run_dir(&self) -> String {
+        format!("{SET_ASIDE_DIR}/{}", self.run.0)
+    }
+
+    fn mirrored(&self, path: &str) -> String {
+        format!("{}/{path}", self.run_dir())
+    }
+
+    fn write_manifest(&self, line: &ManifestLine) -> Result<(), Refusal> {
+        append_json_line(
+            self.root,
+            &format!("{}/MANIFEST.jsonl", self.run_dir()),
+            line,
+        )
+        .map_err(fail)
+    }
+
+    /// Moves a document or an artifact directory aside: manifest line first, then the rename.
+    pub fn set_aside(&self) -> Result<Extra, Refusal> {
+        let moved_to = self.mirrored(&self.action.path);
+        let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
+        self.write_manifest(&line)?;
+        self.root
+            .move_item(Path::new(&self.action.path), Path::new(&moved_to))
+            .map_err(fail)?;
+        Ok(Extra::from_iter([("moved_to".to_owned(), moved_to.into())]))
+    }
+
+    /// The store-move protocol (invariants.md): the caller holds the owner lock; every entry is
+    /// renamed into the destination, the lock file last; on failure what moved is moved back in
+    /// reverse; the emptied source is removed only if still empty; the directory itself is
+    /// never renamed and the lock file never unlinked.
+    pub fn move_store(&self) -> Result<Extra, Refusal> {
+        let store = &self.action.path;
+        let moved_to = self.mirrored(store);
+        let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
+        self.write_manifest(&line)?;
+        let mut names: Vec<_> = self
+            .root
+            .list(Path::new(store))
+            .map_err(fail)?
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort_by_key(|n| n == OWNER_LOCK);
+        self.root
+            .create_dir_all(Path::new(&moved_to))
+            .map_err(fail)?;
+        let src = Path::new(store);
+        let dst = Path::new(&moved_to);
+        for (i, name) in names.iter().enumerate() {
+            if let Err(e) = self.root.move_item(&src.join(name), &dst.join(name)) {
+                let mut msg = format!("store move failed, moved back: {e}");
+                for back in names[..i].iter().rev() {
+                    if let Err(e2) = self.root.move_item(&dst.join(back), &src.join(back)) {
+                        msg.push_str(&format!(
+                            "; could not move back {}: {e2}",
+                            back.to_string_lossy()
+                        ));
+                    }
+                }
+                return Err(Refusal::Fail(msg));
+            }
+        }
+        let removed = self.root.remove_empty_dir(src).map_err(fail)?;
+        let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
+        if !removed {
+            extra.insert(
+                "source_left".into(),
+                "a new store was created at the source during the move; it was left to its owner"
+                    .into(),
+            );
+        }
+        Ok(extra)
+    }
+
+    /// Before the first rewrite of a record in this run, copies its bytes to the mirrored path
+    /// with a `previous_version` manifest line.
+    fn keep_previous_version(&self, bytes: &[u8]) -> Result<(), Refusal> {
+        let path = &self.action.path;
+        let mirrored = self.mirrored(path);
+        if self
+            .root
+            .stat(Path::new(&mirrored))
+            .map_err(fail)?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let digest = store::digest_of(bytes);
+        let line = ManifestLine {
+            run: self.run.0.clone(),
+            rule: self.action.rule.clone(),
+            original: path.clone(),
+            moved_to: mirrored.clone(),
+            reason: format!("bytes of {path} before this run rewrote it"),
+            kind: ItemKind::PreviousVersion,
+            sha256: Some(digest.sha256),
+            tree_blake3: None,
+            bytes: digest.bytes,
+            at: self.clock.now().to_string(),
+        };
+        self.write_manifest(&line)?;
+        self.root
+            .copy_file(Path::new(path), Path::new(&mirrored))
+            .map_err(fail)
+    }
+
+    fn read_record(&self) -> Result<(Vec<u8>, ThreadRecord), Refusal> {
+        let bytes = self.root.read(Path::new(&self.action.path)).map_err(fail)?;
+        let record: ThreadRecord = serde_json::from_slice(&bytes)
+            .map_err(|e| Refusal::Skip(format!("thread record no longer parses: {e}")))?;
+        Ok((bytes, record))
+    }
+
+    fn store(&self) -> &str {
+        self.action
+            .path
+            .rsplit_once("/threads/")
+            .map(|(s, _)| s)
+            .unwrap_or_default()
+    }
+
+    fn previous_fields(bytes: &[u8], record: &ThreadRecord) -> Extra {
+        let mut extra = Extra::new();
+        extra.insert(
+            "previous_sha256".into(),
+            store::digest_of(bytes).sha256.into(),
+        );
+        extra.insert(
+            "previous_session_id".into(),
+            record.session_id.clone().map_or(Value::Null, Value::from),
+        );
+        extra
+    }
+
+    /// R4: rewrites the record without its binding, receipted in the store and centrally.
+    pub fn unbind_thread(&self) -> Result<Extra, Refusal> {
+        let (bytes, mut record) = self.read_record()?;
+        let extra = Self::previous_fields(&bytes, &record);
+        self.keep_previous_version(&bytes)?;
+        record.session_id = None;
+        record.saved_session_checkpoint = None;
+        self.root
+            .write_atomic(
+                Path::new(&self.action.path),
+                &recover::thread_bytes(&record),
+            )
+            .map_err(fail)?;
+        let mut store_receipt = Extra::new();
+        store_receipt.insert("run".into(), self.run.0.clone().into());
+        store_receipt.insert("thread".into(), self.action.path.clone().into());
+        store_receipt.extend(extra.clone());
+        store_receipt.insert("reason".into(), self.action.reason.clone().into());
+        store_receipt.insert("at".into(), self.clock.now().to_string().into());
+        let receipts = format!("{}/session-unbind-receipts.jsonl", self.store());
+        append_json_line(self.root, &receipts, &store_receipt).map_err(fail)?;
+        Ok(extra)
+    }
+
+    /// R3: writes the recovered document (never over an existing one), then binds the thread.
+    pub fn recover_thread(&self) -> Result<Extra, Refusal> {
+        let document = self.action.document.clone().unwrap_or_default();
+        if self
+            .root
+            .stat(Path::new(&document))
+            .map_err(fail)?
+            .is_some()
+        {
+            return Err(Refusal::Skip("document id taken".into()));
+        }
+        let (bytes, mut record) = self.read_record()?;
+        let store = self.store();
+        let owner = recover::owner_id(self.root, store);
+        let Some((recovered, _)) =
+            recover::build_recovered(self.root, store, owner.as_deref(), &record).map_err(fail)?
+        else {
+            return Err(Refusal::Skip("changed since planned".into()));
+        };
+        let extra = Self::previous_fields(&bytes, &record);
+        self.keep_previous_version(&bytes)?;
+        self.root
+            .write_atomic(Path::new(&document), &recovered.document_bytes())
+            .map_err(fail)?;
+        record.session_id = Some(record.id.clone());
+        record.saved_session_checkpoint = Some(recovered.checkpoint);
+        self.root
+            .write_atomic(
+                Path::new(&self.action.path),
+                &recover::thread_bytes(&record),
+            )
+            .map_err(fail)?;
+        let mut extra = extra;
+        extra.insert("document".into(), document.into());
+        Ok(extra)
+    }
+
+    /// R3 after a crash: binds the thread to the recovered document that already binds its store.
+    pub fn bind_thread(&self) -> Result<Extra, Refusal> {
+        let document = self.action.document.clone().unwrap_or_default();
+        let changed = || Refusal::Skip("changed since planned".into());
+        let doc_bytes = self
+            .root
+            .read(Path::new(&document))
+            .map_err(|_| changed())?;
+        let doc: SessionDocument = serde_json::from_slice(&doc_bytes).map_err(|_| changed())?;
+        let binds = doc
+            .metadata
+            .runtime_store
+            .as_ref()
+            .and_then(|r| r.data_dir.as_deref())
+            .and_then(|d| {
+                refset::resolve_binding(d, &[self.root.anchor(), self.root.canonical_anchor()]).ok()
+            })
+            .is_some_and(|rel| rel == self.store());
+        if !binds {
+            return Err(changed());
+        }
+        let (bytes, mut record) = self.read_record()?;
+        let turns = recover::completed_turns(self.root, self.store(), &record.id).map_err(fail)?;
+        let Some(last) = turns.last() else {
+            return Err(changed());
+        };
+        let extra = Self::previous_fields(&bytes, &record);
+        self.keep_previous_version(&bytes)?;
+        record.session_id = Some(record.id.clone());
+        record.saved_session_checkpoint = Some(recover::checkpoint_for(&doc.messages, &last.id));
+        self.root
+            .write_atomic(
+                Path::new(&self.action.path),
+                &recover::thread_bytes(&record),
+            )
+            .map_err(fail)?;
+        let mut extra = extra;
+        extra.insert("document".into(), document.into());
+        Ok(extra)
+    }
+}

@@ -1,0 +1,88 @@
+//! R2 `unbound-empty-store`: sets aside runtime stores that no document binds and that hold no
+//! work.
+
+use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
+use plan::{ActionKind, ItemKind, Skipped};
+
+/// ## What it finds
+///
+/// A runtime store (`S/<id>/runtime` or `S/<id>/runtime-recovered-*`) that no known document
+/// binds (after R1's and R3's projection), that holds no work (its seven work directories are
+/// empty or absent and `state.json` has `next_seq` of at most 1), and whose owner lock no other
+/// process holds.
+///
+/// ## What it does
+///
+/// Sets the whole store aside into `.set-aside/<run>/<id>/<store>` by the store-move protocol
+/// (invariants.md): it takes the owner lock, renames each entry into the destination with the
+/// lock file last, removes the emptied source directory only if it is still empty, and
+/// releases the lock last. Reason `empty runtime store no document binds`, or `empty runtime
+/// store of a deleted session` when `.late-usage/<id>.deleted` exists. Manifest
+/// `kind: "runtime_store"` with the tree digest.
+///
+/// ## What it never touches
+///
+/// - a store any known document binds, wherever it lives (a host binds many documents to the
+///   store under the id it booted with), including `runtime-recovered-*` stores;
+/// - an unbound store that holds work with nothing recoverable (`stores_kept_with_work`);
+/// - a store whose owner lock another process holds, or in a live session's directory
+///   (`stores_in_use`), even when empty.
+///
+/// ## Example
+///
+/// `old/runtime` holding only `owner.json` and an empty `threads/`, with no `old.json`:
+/// `would set aside old/runtime  (R2 unbound-empty-store: empty runtime store no document
+/// binds)`.
+#[derive(Debug, Clone, Copy)]
+pub struct UnboundEmptyStore;
+
+impl Rule for UnboundEmptyStore {
+    fn code(&self) -> &'static str {
+        "R2"
+    }
+
+    fn name(&self) -> &'static str {
+        "unbound-empty-store"
+    }
+
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
+        let mut out = RuleOutput::default();
+        for dir in &cx.inventory.session_dirs {
+            for store in &dir.stores {
+                if store.held || cx.is_live_path(&store.path) {
+                    out.counts.stores_in_use += 1;
+                    if !cx.refs.is_bound(&store.path) {
+                        out.skipped.push(Skipped {
+                            path: store.path.clone(),
+                            rule: self.code().into(),
+                            why: "store is in use by another process".into(),
+                        });
+                    }
+                    continue;
+                }
+                if cx.refs.is_bound(&store.path) {
+                    continue;
+                }
+                if store.holds_work {
+                    out.counts.stores_kept_with_work += 1;
+                    continue;
+                }
+                let reason = if cx.inventory.deleted_sessions.contains(&dir.id) {
+                    "empty runtime store of a deleted session"
+                } else {
+                    "empty runtime store no document binds"
+                };
+                out.proposals.push(Proposal {
+                    action: ActionKind::SetAside,
+                    path: store.path.clone(),
+                    kind: Some(ItemKind::RuntimeStore),
+                    document: None,
+                    reason: reason.into(),
+                    expect: Expect::TreeOfPath,
+                    effect: Effect::None,
+                });
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,83 @@
+//! R4 `dangling-thread-binding`: unbinds threads whose session document no longer exists.
+
+use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
+use plan::{ActionKind, Precondition};
+use store::ThreadState;
+
+/// ## What it finds
+///
+/// A thread record whose `session_id` names no known session (no readable or newer-schema
+/// document, no checkpoint; a document R1 sets aside in the same plan no longer counts), in a
+/// runtime store that no other process holds. Bound and unbound stores alike.
+///
+/// ## What it does
+///
+/// Rewrites the thread record atomically without `session_id` and `saved_session_checkpoint`,
+/// keeping every other field. Before the first rewrite of a record in a run its bytes are
+/// copied to `.set-aside/<run>/<path>` (`kind: "previous_version"`). A receipt carrying the
+/// previous SHA-256 and `session_id` goes to `<store>/session-unbind-receipts.jsonl` and to
+/// `.reconcile/receipts.jsonl`, with reason `its session document no longer exists`. R3 then
+/// sees the thread as unbound and recovers it.
+///
+/// ## What it never touches
+///
+/// - a thread whose `session_id` is live (its lease is held) or has a checkpoint;
+/// - a thread record of a newer schema, or one that does not parse;
+/// - any thread in a store whose owner lock another process holds.
+///
+/// ## Example
+///
+/// `a/runtime/threads/th1.json` with `"session_id": "gone"` and no `gone.json`:
+/// `would unbind a/runtime/threads/th1.json  (R4 dangling-thread-binding: its session
+/// document no longer exists)`.
+#[derive(Debug, Clone, Copy)]
+pub struct DanglingThreadBinding;
+
+impl Rule for DanglingThreadBinding {
+    fn code(&self) -> &'static str {
+        "R4"
+    }
+
+    fn name(&self) -> &'static str {
+        "dangling-thread-binding"
+    }
+
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
+        let mut out = RuleOutput::default();
+        for store in cx.inventory.stores() {
+            if store.held {
+                continue;
+            }
+            for t in &store.threads {
+                let ThreadState::Current {
+                    session_id: Some(sid),
+                    ..
+                } = &t.state
+                else {
+                    continue;
+                };
+                let settled =
+                    cx.refs.known_sessions.contains(sid) || cx.refs.live_sessions.contains(sid);
+                // No projected digest: the record could not be re-read as a thread.
+                if settled || t.unbound_digest.is_none() || cx.is_live_path(&t.path) {
+                    continue;
+                }
+                out.proposals.push(Proposal {
+                    action: ActionKind::UnbindThread,
+                    path: t.path.clone(),
+                    kind: None,
+                    document: None,
+                    reason: "its session document no longer exists".into(),
+                    expect: Expect::Known(Precondition::File {
+                        bytes: t.digest.bytes,
+                        sha256: t.digest.sha256.clone(),
+                    }),
+                    effect: Effect::ThreadUnbound {
+                        thread: t.path.clone(),
+                    },
+                });
+            }
+        }
+        out
+    }
+}
