@@ -6,7 +6,7 @@ use std::path::Path;
 use fsroot::WritableRoot;
 use plan::{ItemKind, PlannedAction};
 use serde_json::{Map, Value};
-use store::ids::{OWNER_LOCK, SET_ASIDE_DIR};
+use store::ids::SET_ASIDE_DIR;
 use store::model::{SessionDocument, ThreadRecord};
 use store::recover;
 use store::Clock;
@@ -66,34 +66,9 @@ impl Act<'_> {
         let moved_to = self.mirrored(store);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
-        let mut names: Vec<_> = self
-            .root
-            .list(Path::new(store))
-            .map_err(fail)?
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        names.sort_by_key(|n| n == OWNER_LOCK);
-        self.root
-            .create_dir_all(Path::new(&moved_to))
-            .map_err(fail)?;
-        let src = Path::new(store);
-        let dst = Path::new(&moved_to);
-        for (i, name) in names.iter().enumerate() {
-            if let Err(e) = self.root.move_item(&src.join(name), &dst.join(name)) {
-                let mut msg = format!("store move failed, moved back: {e}");
-                for back in names[..i].iter().rev() {
-                    if let Err(e2) = self.root.move_item(&dst.join(back), &src.join(back)) {
-                        msg.push_str(&format!(
-                            "; could not move back {}: {e2}",
-                            back.to_string_lossy()
-                        ));
-                    }
-                }
-                return Err(Refusal::Fail(msg));
-            }
-        }
-        let removed = self.root.remove_empty_dir(src).map_err(fail)?;
+        let outcome = crate::store_move::move_store(self.root, store, &moved_to, &mut |_| {})
+            .map_err(Refusal::Fail)?;
+        let removed = outcome.source_removed;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
         if !removed {
             extra.insert(

@@ -15,6 +15,7 @@ use store::ids::{LATE_USAGE_DIR, OWNER_LOCK, RECONCILE_DIR, RECONCILE_LOCK, SET_
 use store::{Clock, Timestamp};
 
 mod act;
+pub mod store_move;
 
 use act::{Act, Extra};
 pub use records::{LastRun, ManifestLine, Receipt};

@@ -34,7 +34,7 @@ use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
-pub use lock::{LockGuard, LockProbe, TryLock};
+pub use lock::{LockFile, LockGuard, LockProbe, TryLock};
 
 /// What a directory entry is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -420,23 +420,32 @@ impl WritableRoot {
         }
     }
 
-    /// Takes a non-blocking exclusive `flock` on `rel`, creating it with `mode` when `create`
-    /// is set. The lock lasts as long as the returned guard.
-    pub fn try_lock(&self, rel: &Path, create: bool, mode: u32) -> Result<TryLock> {
+    /// Opens `rel` for locking without locking it yet, creating it with `mode` when `create`
+    /// is set. `Ok(None)`: it does not exist (only when not asked to create it).
+    pub fn open_lock_file(&self, rel: &Path, create: bool, mode: u32) -> Result<Option<LockFile>> {
         let p = confine(rel)?;
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No);
         if create {
             opts.write(true).create(true).mode(mode);
         }
-        let file = match self.dir.open_with(&p, &opts) {
-            Ok(f) => f.into_std(),
-            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(TryLock::Missing)
-            }
-            Err(e) => return Err(self.err("lock", &p, e)),
-        };
-        lock::try_exclusive(file).map_err(|e| self.err("lock", &p, e))
+        match self.dir.open_with(&p, &opts) {
+            Ok(f) => Ok(Some(LockFile {
+                file: f.into_std(),
+                path: self.display_path(&p),
+            })),
+            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.err("lock", &p, e)),
+        }
+    }
+
+    /// Takes a non-blocking exclusive `flock` on `rel`, creating it with `mode` when `create`
+    /// is set. The lock lasts as long as the returned guard.
+    pub fn try_lock(&self, rel: &Path, create: bool, mode: u32) -> Result<TryLock> {
+        match self.open_lock_file(rel, create, mode)? {
+            Some(f) => f.try_lock(),
+            None => Ok(TryLock::Missing),
+        }
     }
 }
 

@@ -51,10 +51,20 @@ pub(crate) fn probe(file: &File) -> io::Result<LockProbe> {
     }
 }
 
-pub(crate) fn try_exclusive(file: File) -> io::Result<TryLock> {
-    match file.try_lock() {
-        Ok(()) => Ok(TryLock::Acquired(LockGuard { file })),
-        Err(TryLockError::WouldBlock) => Ok(TryLock::Held),
-        Err(TryLockError::Error(e)) => Err(e),
+/// A lock file opened through a root but not locked yet.
+#[derive(Debug)]
+pub struct LockFile {
+    pub(crate) file: File,
+    pub(crate) path: std::path::PathBuf,
+}
+
+impl LockFile {
+    /// Takes the exclusive `flock` without blocking.
+    pub fn try_lock(self) -> crate::Result<TryLock> {
+        match self.file.try_lock() {
+            Ok(()) => Ok(TryLock::Acquired(LockGuard { file: self.file })),
+            Err(TryLockError::WouldBlock) => Ok(TryLock::Held),
+            Err(TryLockError::Error(e)) => Err(crate::Error::io("lock", &self.path, e)),
+        }
     }
 }

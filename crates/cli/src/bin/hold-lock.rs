@@ -13,7 +13,10 @@ fn main() {
     let mut held = Vec::new();
     for arg in std::env::args_os().skip(1) {
         let path = Path::new(&arg);
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let name = Path::new(path.file_name().expect("hold-lock: FILE needs a file name"));
         let root = WritableRoot::open(parent).unwrap_or_else(|e| panic!("hold-lock: {e}"));
         match root.try_lock(name, true, 0o644) {
