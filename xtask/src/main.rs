@@ -1,2 +1,84 @@
-//! `cargo xtask`: developer tasks (snapshots, docs).
-fn main() {}
+//! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, tidy checks).
+//!
+//! This is a dev tool, not product code: it may use `std::fs` directly, and the tidy rule that
+//! confines `std::fs` to `crates/fsroot` does not apply to it. Each subcommand lives in its own
+//! module; `main` only dispatches.
+//!
+//! ```text
+//! cargo xtask snapshots [--accept] [--no-test]
+//! cargo xtask docs [--check]
+//! cargo xtask tidy
+//! ```
+
+mod docs;
+mod snapshots;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  snapshots [--accept] [--no-test]
+      Run `cargo test --workspace` with INSTA_UPDATE=new, then list every pending
+      `*.snap.new` with a diff against its `.snap`. --accept renames each `.snap.new`
+      over its `.snap`; --no-test skips the test run and reviews what is pending.
+  docs [--check]
+      Generate docs/rules/<code>.md from each rule's doc comment; --check fails when a
+      page is stale. The check also runs in `cargo test`.
+  tidy
+      Check that `std::fs` is used only in crates/fsroot and that every .rs file starts
+      with a `//!` line. Also run by `cargo test`.
+";
+
+/// The workspace root: the parent of this crate's directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_path_buf()
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "snapshots" => snapshots::Options::parse(rest).and_then(|o| snapshots::run(&o)),
+        "tidy" if rest.is_empty() => tidy::run(&workspace_root()),
+        "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
+        "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(Failure::Usage(format!(
+            "unknown task or argument: {}",
+            args.join(" ")
+        ))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("xtask: {msg}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(msg)) => {
+            eprintln!("xtask: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why a task did not succeed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad arguments (exit 2).
+    Usage(String),
+    /// The task ran and found a problem, or could not run (exit 1).
+    Failed(String),
+}

@@ -1,0 +1,190 @@
+//! Test support shared by the fixture, demo and bad-input tests: copying a store, listing a
+//! tree with content hashes (symlinks never followed), and the `hold-lock` process that plays a
+//! host holding a `flock`.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+/// `fixtures/` at the workspace root.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Copies the tree `from` into `to` (created), recreating symlinks as symlinks.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .unwrap_or_else(|e| panic!("list {}: {e}", from.display()))
+        .map(|e| e.unwrap())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ft = entry.file_type().unwrap();
+        if ft.is_symlink() {
+            let target = std::fs::read_link(&src).unwrap();
+            std::os::unix::fs::symlink(target, &dst).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+        }
+    }
+}
+
+/// One entry of a [`Tree`], as `lstat` sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    /// A regular file and its bytes.
+    File(Vec<u8>),
+    /// A directory.
+    Dir,
+    /// A symlink and its target (never followed).
+    Symlink(PathBuf),
+    /// A socket, fifo or device.
+    Other,
+}
+
+/// Every path under a directory (relative, not including the directory itself).
+pub type Tree = BTreeMap<PathBuf, Node>;
+
+/// Lists every path under `root`, recursively, without following symlinks.
+pub fn tree(root: &Path) -> Tree {
+    let mut out = Tree::new();
+    walk(root, Path::new(""), &mut out);
+    out
+}
+
+fn walk(root: &Path, rel: &Path, out: &mut Tree) {
+    let dir = root.join(rel);
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display())) {
+        let entry = entry.unwrap();
+        let child = rel.join(entry.file_name());
+        let path = root.join(&child);
+        let ft = std::fs::symlink_metadata(&path).unwrap().file_type();
+        if ft.is_symlink() {
+            out.insert(child, Node::Symlink(std::fs::read_link(&path).unwrap()));
+        } else if ft.is_dir() {
+            out.insert(child.clone(), Node::Dir);
+            walk(root, &child, out);
+        } else if ft.is_file() {
+            let bytes =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            out.insert(child, Node::File(bytes));
+        } else {
+            out.insert(child, Node::Other);
+        }
+    }
+}
+
+/// Every path under `root` with its `lstat` mtime in nanoseconds: a file created and removed
+/// again, or rewritten with the same bytes, shows up as a changed directory or file mtime.
+pub fn mtimes(root: &Path) -> BTreeMap<PathBuf, i128> {
+    let mut out = BTreeMap::new();
+    let meta = std::fs::symlink_metadata(root).unwrap();
+    out.insert(PathBuf::new(), mtime_ns(&meta));
+    for path in tree(root).keys() {
+        let meta = std::fs::symlink_metadata(root.join(path)).unwrap();
+        out.insert(path.clone(), mtime_ns(&meta));
+    }
+    out
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+}
+
+/// Asserts nothing of `before` was lost: each file and symlink is at its path with the same
+/// content, or (for a set-aside item) byte-identical at `.set-aside/<run>/<path>`; each
+/// directory is still a directory at one of the two places.
+#[track_caller]
+pub fn assert_nothing_lost(before: &Tree, after: &Tree, run: &str) {
+    for (path, node) in before {
+        let mirrored = Path::new(".set-aside").join(run).join(path);
+        let here = after.get(path);
+        let there = after.get(&mirrored);
+        assert!(
+            here == Some(node) || there == Some(node),
+            "{} was lost: before {}, now at its path {}, at {} {}",
+            path.display(),
+            describe(Some(node)),
+            describe(here),
+            mirrored.display(),
+            describe(there),
+        );
+    }
+}
+
+fn describe(node: Option<&Node>) -> String {
+    match node {
+        None => "nothing".into(),
+        Some(Node::File(b)) => format!("a file of {} bytes ({})", b.len(), &sha256_hex(b)[..12]),
+        Some(Node::Dir) => "a directory".into(),
+        Some(Node::Symlink(t)) => format!("a symlink to {}", t.display()),
+        Some(Node::Other) => "a special file".into(),
+    }
+}
+
+/// A `hold-lock` process holding `flock`s on some files until dropped.
+pub struct Holder {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Holder {
+    /// Starts `hold-lock` on `files` (absolute paths) and waits until it says `held`.
+    pub fn spawn(files: &[PathBuf]) -> Holder {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hold-lock"))
+            .args(files)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start hold-lock");
+        let stdin = child.stdin.take();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        if line.trim() != "held" {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "hold-lock did not take {files:?}: stdout {line:?}, stderr {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Holder { child, stdin }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        // Closing stdin is how hold-lock is told to release; kill is the fallback.
+        drop(self.stdin.take());
+        for _ in 0..500 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
