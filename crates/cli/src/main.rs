@@ -16,7 +16,7 @@ struct Args {
     #[arg(long, conflicts_with = "apply_plan")]
     repair_sessions: bool,
     /// Apply a plan written by --plan-out exactly, without re-planning.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sessions_dir", "dry_run", "max_actions", "artifact_idle", "check", "plan_out"])]
     apply_plan: Option<PathBuf>,
     /// The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions).
     #[arg(long, value_name = "DIR")]
@@ -92,11 +92,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         } else {
             print!("{}", report.render_human());
         }
-        return Ok(if report.summary.errors.is_empty() {
-            0
-        } else {
-            1
-        });
+        return Ok(exit_of(&report));
     }
     let dir = match &args.sessions_dir {
         Some(d) => d.clone(),
@@ -130,5 +126,15 @@ fn run(args: &Args) -> Result<u8, RunError> {
     if args.check && !report.plan.actions.is_empty() {
         return Ok(3);
     }
-    Ok(0)
+    Ok(exit_of(&report))
+}
+
+/// 1 when an action failed (it was tried and could not be done); 0 otherwise. Scan errors
+/// alone do not fail a run: it went on with what it could do safely, and they are reported.
+fn exit_of(report: &doctor::RepairReport) -> u8 {
+    let failed = report
+        .outcomes
+        .iter()
+        .any(|o| o.outcome == plan::OutcomeKind::Failed);
+    u8::from(failed)
 }

@@ -87,6 +87,7 @@ impl RepairReport {
     pub(crate) fn from_plan_file(file: PlanFile, run: RunId, applied: Applied) -> RepairReport {
         let mut summary = merge_counts(Summary::default(), &applied.summary);
         summary.actions_deferred = file.plan.deferred;
+        summary.limit_reached = file.plan.deferred > 0;
         RepairReport {
             schema_version: 1,
             dry_run: false,

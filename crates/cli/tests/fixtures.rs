@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{assert_nothing_lost, copy_tree, fixtures_dir, sha256_hex, tree, Holder, Node};
+use common::{assert_nothing_lost, copy_tree, fixtures_dir, sha256_hex, tree, Holder, Node, Tree};
 use doctor::{RepairOptions, RepairReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
@@ -168,7 +168,43 @@ fn records(path: &Path, red: &Redactions) -> String {
 
 /// The doctor's own records, whose bytes hold the run id; their content is shown redacted.
 fn is_record(path: &str) -> bool {
-    path.starts_with(".reconcile/") || path.ends_with("/MANIFEST.jsonl")
+    path.starts_with(".reconcile/")
+        || path.ends_with("/MANIFEST.jsonl")
+        || path.ends_with("/session-unbind-receipts.jsonl")
+}
+
+/// The content of every file outside `.set-aside/` that the real run created or rewrote
+/// (recovered documents, rewritten thread records), so token totals, titles and preserved
+/// unknown fields show in the snapshot. Per-store unbind receipts are shown redacted.
+fn written_files(before: &Tree, after: &Tree, s: &Path, red: &Redactions) -> String {
+    let mut out = String::new();
+    for (path, node) in after {
+        let rel = path.to_string_lossy();
+        if rel.starts_with(".set-aside") || rel.starts_with(".reconcile") {
+            continue;
+        }
+        let Node::File(bytes) = node else { continue };
+        let old = before.get(path);
+        if old == Some(node) {
+            continue;
+        }
+        writeln!(
+            out,
+            "--- {} ({}) ---",
+            red.apply(&rel),
+            if old.is_some() { "rewritten" } else { "new" }
+        )
+        .unwrap();
+        if rel.ends_with("/session-unbind-receipts.jsonl") {
+            out.push_str(&records(&s.join(path), red));
+        } else {
+            out.push_str(&red.apply(&String::from_utf8_lossy(bytes)));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(none)\n");
+    }
+    out
 }
 
 fn render_tree(s: &Path, red: &Redactions) -> String {
@@ -236,6 +272,8 @@ fn run_case(name: &str, dir: &Path) {
     snap.push_str(&red.apply(&real.render_human()));
     writeln!(snap, "\n== tree after the real run ==").unwrap();
     snap.push_str(&render_tree(&s, &red));
+    writeln!(snap, "\n== files the real run wrote or rewrote ==").unwrap();
+    snap.push_str(&written_files(&before, &after_real, &s, &red));
     writeln!(snap, "\n== .set-aside/[RUN]/MANIFEST.jsonl ==").unwrap();
     snap.push_str(&records(&run_dir.join("MANIFEST.jsonl"), &red));
     writeln!(snap, "\n== .reconcile/receipts.jsonl ==").unwrap();

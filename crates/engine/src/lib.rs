@@ -235,7 +235,9 @@ fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
     match effect {
         Effect::None => {}
         Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
-        Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
+        Effect::ThreadUnbound { thread } => {
+            refs.project_thread_unbound(thread, &inventory.named_by_documents)
+        }
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
     }
 }

@@ -92,7 +92,9 @@ pub fn apply_plan(
         };
         if outcome == OutcomeKind::Applied {
             applied.summary.count_action(action);
-            if action.action == ActionKind::SetAside {
+            // Set-asides and thread rewrites (their previous versions) both fill the run's
+            // set-aside directory.
+            if action.action != ActionKind::ReclaimDir {
                 applied.summary.set_aside_path = Some(format!("{SET_ASIDE_DIR}/{}", run.0));
             }
         }

@@ -34,6 +34,8 @@ pub struct ReferenceSet {
     pub held_stores: BTreeSet<String>,
     /// Ids any thread names, and session-directory ids named in a readable document's text.
     pub named: BTreeSet<String>,
+    /// How many thread records name each id, so that unbinding keeps `named` exact.
+    thread_names: BTreeMap<String, usize>,
     /// Ids with a file at `S/<id>.json`, whatever its state.
     pub present_documents: BTreeSet<String>,
     /// Bindings that lead outside S, through a symlink, or to no runtime store.
@@ -118,10 +120,16 @@ impl ReferenceSet {
                 refs.held_stores.insert(store.path.clone());
             }
             for t in &store.threads {
-                if let ThreadState::Current { session_id, .. } = &t.state {
-                    refs.thread_bindings
-                        .insert(t.path.clone(), session_id.clone());
-                    refs.named.extend(session_id.iter().cloned());
+                match &t.state {
+                    ThreadState::Current { session_id, .. } => {
+                        refs.thread_bindings
+                            .insert(t.path.clone(), session_id.clone());
+                        refs.add_thread_name(session_id.as_deref());
+                    }
+                    ThreadState::NewerSchema { session_id, .. } => {
+                        refs.add_thread_name(session_id.as_deref());
+                    }
+                    ThreadState::Unreadable { .. } => {}
                 }
             }
         }
@@ -131,6 +139,25 @@ impl ReferenceSet {
     /// Whether a store is bound by a known document.
     pub fn is_bound(&self, store: &str) -> bool {
         self.bound_stores.get(store).is_some_and(|d| !d.is_empty())
+    }
+
+    fn add_thread_name(&mut self, id: Option<&str>) {
+        if let Some(id) = id {
+            *self.thread_names.entry(id.to_owned()).or_default() += 1;
+            self.named.insert(id.to_owned());
+        }
+    }
+
+    fn remove_thread_name(&mut self, id: &str, named_by_documents: &BTreeSet<String>) {
+        if let Some(n) = self.thread_names.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.thread_names.remove(id);
+                if !named_by_documents.contains(id) {
+                    self.named.remove(id);
+                }
+            }
+        }
     }
 
     /// Whether document `id` binds `store`.
@@ -150,9 +177,15 @@ impl ReferenceSet {
         }
     }
 
-    /// Projection of unbinding a thread record.
-    pub fn project_thread_unbound(&mut self, thread_path: &str) {
-        self.thread_bindings.insert(thread_path.to_owned(), None);
+    /// Projection of unbinding a thread record: it no longer names its old session.
+    pub fn project_thread_unbound(
+        &mut self,
+        thread_path: &str,
+        named_by_documents: &BTreeSet<String>,
+    ) {
+        if let Some(Some(old)) = self.thread_bindings.insert(thread_path.to_owned(), None) {
+            self.remove_thread_name(&old, named_by_documents);
+        }
     }
 
     /// Projection of a new document `id` that binds `store` and a thread bound to it.
@@ -165,7 +198,7 @@ impl ReferenceSet {
             .insert(id.to_owned());
         self.thread_bindings
             .insert(thread_path.to_owned(), Some(id.to_owned()));
-        self.named.insert(id.to_owned());
+        self.add_thread_name(Some(id));
     }
 }
 

@@ -159,6 +159,8 @@ pub enum ThreadState {
     NewerSchema {
         /// The version it declares.
         version: u64,
+        /// The `session_id` it names, which still counts as a reference.
+        session_id: Option<String>,
     },
     /// Does not parse: reported, left in place.
     Unreadable {

@@ -200,11 +200,27 @@ pub fn digest_of(bytes: &[u8]) -> FileDigest {
     }
 }
 
+/// The declared `schema_version` when it is a number above the known version. Floats such as
+/// `2.0` and integers beyond `u64` (parsed as floats) count too: any newer number is kept, never
+/// judged as version 1. Saturates at `u64::MAX`.
 fn newer_version(value: &Value) -> Option<u64> {
-    value
-        .get("schema_version")
-        .and_then(Value::as_u64)
-        .filter(|v| *v > KNOWN_SCHEMA_VERSION)
+    let v = value.get("schema_version")?;
+    if let Some(n) = v.as_u64() {
+        return (n > KNOWN_SCHEMA_VERSION).then_some(n);
+    }
+    let f = v.as_f64()?;
+    (f > KNOWN_SCHEMA_VERSION as f64).then_some(f as u64)
+}
+
+/// Reasons quote offending values; a reason is cut so a huge value cannot flood the plan, the
+/// manifest or the terminal.
+const MAX_REASON_CHARS: usize = 300;
+
+fn cut_reason(reason: String) -> String {
+    match reason.char_indices().nth(MAX_REASON_CHARS) {
+        Some((at, _)) => format!("{}…", &reason[..at]),
+        None => reason,
+    }
 }
 
 /// Judges the bytes of document `<id>.json`: readable, newer schema, or unreadable with a
@@ -215,7 +231,7 @@ pub fn judge_document(
     candidates: &HashSet<&str>,
 ) -> (DocState, Vec<String>) {
     let unreadable = |reason: String| DocState::Unreadable {
-        reason: format!("unreadable document: {reason}"),
+        reason: cut_reason(format!("unreadable document: {reason}")),
         digest: digest_of(bytes),
     };
     let value: Value = match serde_json::from_slice(bytes) {
@@ -520,15 +536,24 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
         Ok(v) => v,
         Err(e) => {
             return ThreadState::Unreadable {
-                reason: e.to_string(),
+                reason: cut_reason(e.to_string()),
             }
         }
     };
     if let Some(version) = newer_version(&value) {
-        return ThreadState::NewerSchema { version };
+        let session_id = value
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        return ThreadState::NewerSchema {
+            version,
+            session_id,
+        };
     }
     if let Some(reason) = schema::first_error(schema::thread_validator(), &value) {
-        return ThreadState::Unreadable { reason };
+        return ThreadState::Unreadable {
+            reason: cut_reason(reason),
+        };
     }
     if value.get("id").and_then(Value::as_str) != Some(tid) {
         return ThreadState::Unreadable {

@@ -55,6 +55,7 @@ impl Rule for UnreadableDocument {
                 DocState::Readable { .. } | DocState::Inaccessible => continue,
             };
             if cx.refs.live_sessions.contains(&doc.id) {
+                out.counts.stores_in_use += 1;
                 out.skipped.push(Skipped {
                     path: doc.path.clone(),
                     rule: self.code().into(),

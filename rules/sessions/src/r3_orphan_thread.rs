@@ -23,8 +23,9 @@ use store::ThreadState;
 ///
 /// ## What it never touches
 ///
-/// - an existing document: when `S/<tid>.json` exists and does not bind this store, nothing is
-///   planned and the thread is listed under `skipped` with `why: "document id taken"`;
+/// - an existing document: when `S/<tid>.json` exists and does not bind this store, or another
+///   thread with the same id is recovered first (stores in path order), nothing is planned and
+///   the thread is listed under `skipped` with `why: "document id taken"`;
 /// - a thread in a held store, in a live session's directory, or of a newer schema.
 ///
 /// ## Example
@@ -46,6 +47,9 @@ impl Rule for OrphanThread {
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
+        // Document ids this rule already plans to write: a second thread with the same id in
+        // another store finds its id taken, as it will in the real run.
+        let mut claimed = std::collections::BTreeSet::new();
         for store in cx.inventory.stores() {
             if store.held || cx.is_live_path(&store.path) {
                 continue;
@@ -66,9 +70,10 @@ impl Rule for OrphanThread {
                     (false, _) => &t.digest,
                 };
                 let document = format!("{}.json", t.id);
-                let action = if !cx.refs.present_documents.contains(&t.id) {
+                let taken_here = claimed.contains(&t.id);
+                let action = if !taken_here && !cx.refs.present_documents.contains(&t.id) {
                     ActionKind::RecoverThread
-                } else if cx.refs.binds(&t.id, &store.path) {
+                } else if !taken_here && cx.refs.binds(&t.id, &store.path) {
                     ActionKind::BindThread
                 } else {
                     out.skipped.push(Skipped {
@@ -85,6 +90,7 @@ impl Rule for OrphanThread {
                     ),
                     _ => format!("recovered document {document} exists but the thread is unbound"),
                 };
+                claimed.insert(t.id.clone());
                 out.proposals.push(Proposal {
                     action,
                     path: t.path.clone(),

@@ -1,7 +1,7 @@
 //! R4 `dangling-thread-binding`: unbinds threads whose session document no longer exists.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, Precondition};
+use plan::{ActionKind, Precondition, Skipped};
 use store::ThreadState;
 
 /// ## What it finds
@@ -22,7 +22,8 @@ use store::ThreadState;
 /// ## What it never touches
 ///
 /// - a thread whose `session_id` is live (its lease is held) or has a checkpoint;
-/// - a thread record of a newer schema, or one that does not parse;
+/// - a thread record of a newer schema (listed under `skipped`), or one that does not parse
+///   (counted in `threads_unreadable`);
 /// - any thread in a store whose owner lock another process holds.
 ///
 /// ## Example
@@ -45,19 +46,29 @@ impl Rule for DanglingThreadBinding {
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
         for store in cx.inventory.stores() {
-            if store.held {
-                continue;
-            }
             for t in &store.threads {
-                let ThreadState::Current {
-                    session_id: Some(sid),
-                    ..
-                } = &t.state
-                else {
-                    continue;
+                let sid = match &t.state {
+                    ThreadState::Current {
+                        session_id: Some(sid),
+                        ..
+                    } => sid,
+                    ThreadState::Current { .. } => continue,
+                    ThreadState::NewerSchema { version, .. } => {
+                        out.skipped.push(Skipped {
+                            path: t.path.clone(),
+                            rule: self.code().into(),
+                            why: format!("thread record of newer schema {version}: kept"),
+                        });
+                        continue;
+                    }
+                    ThreadState::Unreadable { .. } => {
+                        out.counts.threads_unreadable += 1;
+                        continue;
+                    }
                 };
-                let settled =
-                    cx.refs.known_sessions.contains(sid) || cx.refs.live_sessions.contains(sid);
+                let settled = store.held
+                    || cx.refs.known_sessions.contains(sid)
+                    || cx.refs.live_sessions.contains(sid);
                 // No projected digest: the record could not be re-read as a thread.
                 if settled || t.unbound_digest.is_none() || cx.is_live_path(&t.path) {
                     continue;
