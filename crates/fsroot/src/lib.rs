@@ -20,6 +20,7 @@
 
 mod digest;
 mod error;
+mod fault;
 mod lock;
 
 use std::ffi::OsString;
@@ -34,6 +35,7 @@ use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
+pub use fault::mutations;
 pub use lock::{LockFile, LockGuard, LockProbe, TryLock};
 
 /// What a directory entry is, without following symlinks.
@@ -292,8 +294,10 @@ impl WritableRoot {
         if p.as_os_str().is_empty() {
             return Ok(());
         }
-        self.dir
-            .create_dir_all(&p)
+        if self.dir.is_dir(&p) {
+            return Ok(());
+        }
+        fault::mutation("create directory", &p, || self.dir.create_dir_all(&p))
             .map_err(|e| self.err("create directory", &p, e))
     }
 
@@ -327,16 +331,15 @@ impl WritableRoot {
             .follow(FollowSymlinks::No)
             .mode(0o644);
         let result = (|| {
-            let mut f = self
-                .dir
-                .open_with(&tmp, &opts)
+            let mut f = fault::mutation("create", &tmp, || self.dir.open_with(&tmp, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
             f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
             f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
-            self.dir
-                .rename(&tmp, &self.dir, &p)
-                .map_err(|e| self.err("rename into place", &p, e))
+            fault::mutation("rename into place", &p, || {
+                self.dir.rename(&tmp, &self.dir, &p)
+            })
+            .map_err(|e| self.err("rename into place", &p, e))
         })();
         if result.is_err() {
             let _ = self.dir.remove_file(&tmp);
@@ -360,7 +363,8 @@ impl WritableRoot {
             .dir
             .open_with(&p, &opts)
             .map_err(|e| self.err("append", &p, e))?;
-        f.write_all(bytes).map_err(|e| self.err("append", &p, e))?;
+        fault::mutation("append", &p, || f.write_all(bytes))
+            .map_err(|e| self.err("append", &p, e))?;
         f.sync_all().map_err(|e| self.err("sync", &p, e))
     }
 
@@ -374,8 +378,7 @@ impl WritableRoot {
         }
         let to_parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
         self.create_dir_all(&to_parent)?;
-        self.dir
-            .rename(&f, &self.dir, &t)
+        fault::mutation("move", &f, || self.dir.rename(&f, &self.dir, &t))
             .map_err(|e| self.err("move", &f, e))?;
         self.sync_dir(&to_parent)?;
         self.sync_dir(f.parent().unwrap_or(Path::new("")))
@@ -394,9 +397,7 @@ impl WritableRoot {
             .create_new(true)
             .follow(FollowSymlinks::No)
             .mode(0o644);
-        let mut out = self
-            .dir
-            .open_with(&t, &opts)
+        let mut out = fault::mutation("copy", &t, || self.dir.open_with(&t, &opts))
             .map_err(|e| self.err("create", &t, e))?;
         out.write_all(&bytes)
             .map_err(|e| self.err("write", &t, e))?;
@@ -404,11 +405,41 @@ impl WritableRoot {
         self.sync_dir(&parent)
     }
 
+    /// The one delete seam: removes the tree at `rel` (a directory, file or symlink) without
+    /// ever following a symlink (a link inside is removed, its target is left intact), and
+    /// returns the bytes of the regular files it removed. Each unlink is one counted mutation;
+    /// a removal cut short leaves a smaller tree that a later call finishes.
+    pub fn remove_tree(&self, rel: &Path) -> Result<u64> {
+        let p = confine(rel)?;
+        if p.as_os_str().is_empty() {
+            return Err(Error::escape(rel));
+        }
+        let Some(stat) = self.stat(&p)? else {
+            return Ok(0);
+        };
+        if stat.kind != EntryKind::Dir {
+            fault::mutation("delete", &p, || self.dir.remove_file(&p))
+                .map_err(|e| self.err("delete", &p, e))?;
+            return Ok(if stat.kind == EntryKind::File {
+                stat.len
+            } else {
+                0
+            });
+        }
+        let mut freed = 0;
+        for entry in self.list(&p)? {
+            freed += self.remove_tree(&p.join(&entry.name))?;
+        }
+        fault::mutation("delete directory", &p, || self.dir.remove_dir(&p))
+            .map_err(|e| self.err("delete directory", &p, e))?;
+        Ok(freed)
+    }
+
     /// Removes `rel` if it is an empty directory. Returns `false` (and leaves it) when it is
     /// not empty.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let p = confine(rel)?;
-        match self.dir.remove_dir(&p) {
+        match fault::mutation("remove directory", &p, || self.dir.remove_dir(&p)) {
             Ok(()) => Ok(true),
             Err(e)
                 if e.raw_os_error() == Some(39)

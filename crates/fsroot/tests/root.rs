@@ -1,0 +1,76 @@
+//! The confined root's guarantees: no escape by `..`, absolute paths or symlinks; no symlink
+//! followed on read; the delete seam never follows links; atomic writes leave no temp files.
+
+use std::path::Path;
+
+use fsroot::{EntryKind, Error, Root, WritableRoot};
+
+#[test]
+fn refuses_paths_that_leave_the_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "s").unwrap();
+    std::os::unix::fs::symlink(outside.path(), tmp.path().join("out")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), tmp.path().join("link")).unwrap();
+    let root = Root::open(tmp.path()).unwrap();
+    for bad in ["../x", "/etc/passwd", "a/../../x"] {
+        let err = root.read(Path::new(bad)).unwrap_err();
+        assert!(matches!(err, Error::Escape { .. }), "{bad}: {err}");
+        assert!(
+            err.to_string().contains(bad),
+            "the error names the path: {err}"
+        );
+    }
+    let err = root.read(Path::new("out/secret")).unwrap_err();
+    assert!(err.to_string().contains("out/secret"), "{err}");
+    assert!(
+        root.read(Path::new("link")).is_err(),
+        "a symlink is never followed on read"
+    );
+    assert_eq!(
+        root.stat(Path::new("link")).unwrap().unwrap().kind,
+        EntryKind::Symlink
+    );
+}
+
+#[test]
+fn the_delete_seam_never_follows_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("keep"), "keep me").unwrap();
+    let t = tmp.path().join("go-build1");
+    std::fs::create_dir_all(t.join("b001")).unwrap();
+    std::fs::write(t.join("b001/a.o"), "12345").unwrap();
+    std::os::unix::fs::symlink(outside.path(), t.join("b001/dirlink")).unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    let freed = root.remove_tree(Path::new("go-build1")).unwrap();
+    assert_eq!(freed, 5);
+    assert!(!t.exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("keep")).unwrap(),
+        "keep me"
+    );
+    assert!(
+        root.remove_tree(Path::new("")).is_err(),
+        "the root itself is never deleted"
+    );
+}
+
+#[test]
+fn atomic_write_replaces_and_leaves_no_temp_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.write_atomic(Path::new("d/f.json"), b"one").unwrap();
+    root.write_atomic(Path::new("d/f.json"), b"two").unwrap();
+    assert_eq!(std::fs::read(tmp.path().join("d/f.json")).unwrap(), b"two");
+    let names: Vec<_> = std::fs::read_dir(tmp.path().join("d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["f.json"]);
+    assert!(
+        root.move_item(Path::new("d/f.json"), Path::new("d/f.json"))
+            .is_err(),
+        "no move onto an existing path"
+    );
+}
