@@ -172,25 +172,19 @@ impl RepairReport {
         }
         let mut kept = Vec::new();
         for (n, what) in [
-            (
-                sm.documents_newer_schema,
-                "documents of a newer schema kept",
-            ),
-            (
-                sm.threads_unreadable,
-                "unreadable thread records left in place",
-            ),
+            (sm.documents_newer_schema, "documents of a newer schema kept"),
+            (sm.threads_unreadable, "unreadable thread records left in place"),
             (sm.stores_kept_with_work, "unbound stores with work kept"),
             (sm.stores_in_use, "items in use by another process"),
             (sm.artifact_dirs_kept, "artifact directories kept"),
             (sm.actions_deferred, "actions deferred by --max-actions"),
         ] {
             if n > 0 {
-                kept.push(format!("{n} {what}"));
+                kept.push(format!("{what}: {n}"));
             }
         }
         if !kept.is_empty() {
-            let _ = writeln!(s, "{}", kept.join(", "));
+            let _ = writeln!(s, "{}", kept.join("; "));
         }
         s
     }
@@ -246,7 +240,7 @@ impl StatusReport {
             let _ = writeln!(s, "set-aside runs: none");
         }
         for r in &self.set_aside_runs {
-            let _ = writeln!(s, "set-aside run {}: {} items", r.run, r.items);
+            let _ = writeln!(s, "set-aside run {}: items: {}", r.run, r.items);
         }
         s
     }

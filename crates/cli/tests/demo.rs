@@ -71,7 +71,7 @@ fn dry_run_then_repair_then_check() {
     assert_eq!(code(&real), 0, "stderr: {}", text(&real.stderr));
     let stdout = text(&real.stdout);
     assert!(
-        stdout.contains("Sessions repaired: 3 unused items set aside → .set-aside/"),
+        stdout.contains("Sessions repaired: 2 recovered, 1 threads unbound, 4 unused items set aside → .set-aside/"),
         "{stdout}"
     );
 

@@ -32,7 +32,7 @@ use store::ThreadState;
 ///
 /// `x/runtime/threads/th-9.json` unbound with two completed turns:
 /// `would recover x/runtime/threads/th-9.json as th-9.json  (R3 orphan-thread: thread has no
-/// session document; 4 messages from 2 completed turns)`.
+/// session document; messages: 4, completed turns: 2)`.
 #[derive(Debug, Clone, Copy)]
 pub struct OrphanThread;
 
@@ -85,7 +85,7 @@ impl Rule for OrphanThread {
                 };
                 let reason = match action {
                     ActionKind::RecoverThread => format!(
-                        "thread has no session document; {} messages from {} completed turns",
+                        "thread has no session document; messages: {}, completed turns: {}",
                         recovery.messages, recovery.completed_turns
                     ),
                     _ => format!("recovered document {document} exists but the thread is unbound"),
