@@ -13,7 +13,7 @@ use plan::{PlanFile, Summary};
 use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
 use store::Clock;
 
-pub use output::{RepairReport, SetAsideRun, StatusReport};
+pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
 
 /// Why a run could not go on. Each maps to an exit code of cli.md.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,9 @@ pub enum RunError {
     /// Any other failure (exit 1).
     #[error(transparent)]
     Fs(#[from] fsroot::Error),
+    /// A restore or purge that cannot be planned (exit 2 for a bad run or item, else 1).
+    #[error(transparent)]
+    Admin(#[from] exec::admin::AdminError),
 }
 
 impl RunError {
@@ -39,6 +42,8 @@ impl RunError {
             RunError::MissingDir(_) | RunError::BadPlan(_) => 2,
             RunError::Busy(_) => 75,
             RunError::Fs(_) => 1,
+            RunError::Admin(exec::admin::AdminError::Fs(_)) => 1,
+            RunError::Admin(_) => 2,
         }
     }
 }
@@ -227,4 +232,62 @@ pub(crate) fn merge_counts(mut base: Summary, actions: &Summary) -> Summary {
         base.set_aside_path = actions.set_aside_path.clone();
     }
     base
+}
+
+/// Which set-aside command an [`AdminReport`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdminCommand {
+    /// `--restore`.
+    Restore,
+    /// `--purge-set-aside`.
+    Purge,
+}
+
+fn run_admin(
+    opts: &RepairOptions,
+    command: AdminCommand,
+    plan: impl Fn(&Root) -> Result<exec::admin::AdminPlan, exec::admin::AdminError>,
+) -> Result<AdminReport, RunError> {
+    let dir = &opts.sessions_dir;
+    let run = RunId::new(opts.clock.now());
+    if opts.dry_run {
+        let root = Root::open(dir).map_err(|e| open_error(dir, e))?;
+        let planned = plan(&root)?;
+        return Ok(AdminReport::new(command, absolute(dir), run, planned, None));
+    }
+    let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
+    let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
+        return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
+    };
+    let planned = plan(&root)?;
+    let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    Ok(AdminReport::new(
+        command,
+        absolute(dir),
+        run,
+        planned,
+        Some(applied),
+    ))
+}
+
+/// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the
+/// manifest; sets aside the documents that run's recoveries wrote; receipted.
+pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, RunError> {
+    run_admin(opts, AdminCommand::Restore, |root| {
+        exec::admin::plan_restore(root, run, items)
+    })
+}
+
+/// `--purge-set-aside --older-than DUR [--force]`: deletes whole set-aside runs older than
+/// `older_than_secs` whose contents match their manifests (or all of them with `force`).
+pub fn purge(
+    opts: &RepairOptions,
+    older_than_secs: i64,
+    force: bool,
+) -> Result<AdminReport, RunError> {
+    let now = opts.clock.now();
+    run_admin(opts, AdminCommand::Purge, |root| {
+        exec::admin::plan_purge(root, older_than_secs, now, force)
+    })
 }

@@ -39,6 +39,21 @@ struct Args {
     /// Exit 3 when any action is planned (implies --dry-run): for CI.
     #[arg(long, requires = "repair_sessions")]
     check: bool,
+    /// Move the items of set-aside run RUN back to their original paths, verified first.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["repair_sessions", "apply_plan", "purge_set_aside"])]
+    restore: Option<String>,
+    /// With --restore: only this item (its original path relative to S); repeatable.
+    #[arg(long = "item", value_name = "REL", requires = "restore")]
+    items: Vec<String>,
+    /// Delete whole set-aside runs older than --older-than (the only deletion of session data).
+    #[arg(long, requires = "older_than", conflicts_with_all = ["repair_sessions", "apply_plan"])]
+    purge_set_aside: bool,
+    /// With --purge-set-aside: the minimum age of a run to purge.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "purge_set_aside")]
+    older_than: Option<i64>,
+    /// With --purge-set-aside: purge runs that do not match their manifests too.
+    #[arg(long, requires = "purge_set_aside")]
+    force: bool,
 }
 
 fn parse_duration(s: &str) -> Result<i64, String> {
@@ -105,6 +120,23 @@ fn run(args: &Args) -> Result<u8, RunError> {
     opts.max_actions = args.max_actions;
     opts.artifact_idle_secs = args.artifact_idle;
     opts.clock = clock;
+    if args.restore.is_some() || args.purge_set_aside {
+        opts.dry_run = args.dry_run;
+        let report = match &args.restore {
+            Some(run) => doctor::restore(&opts, run, &args.items)?,
+            None => doctor::purge(&opts, args.older_than.unwrap_or_default(), args.force)?,
+        };
+        if args.json {
+            print_json(&report);
+        } else {
+            print!("{}", report.render_human());
+        }
+        let failed = report
+            .outcomes
+            .iter()
+            .any(|o| o.outcome == plan::OutcomeKind::Failed);
+        return Ok(u8::from(failed));
+    }
     if !args.repair_sessions {
         let status = doctor::status(&opts)?;
         if args.json {

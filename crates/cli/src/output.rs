@@ -172,8 +172,14 @@ impl RepairReport {
         }
         let mut kept = Vec::new();
         for (n, what) in [
-            (sm.documents_newer_schema, "documents of a newer schema kept"),
-            (sm.threads_unreadable, "unreadable thread records left in place"),
+            (
+                sm.documents_newer_schema,
+                "documents of a newer schema kept",
+            ),
+            (
+                sm.threads_unreadable,
+                "unreadable thread records left in place",
+            ),
             (sm.stores_kept_with_work, "unbound stores with work kept"),
             (sm.stores_in_use, "items in use by another process"),
             (sm.artifact_dirs_kept, "artifact directories kept"),
@@ -242,6 +248,144 @@ impl StatusReport {
         for r in &self.set_aside_runs {
             let _ = writeln!(s, "set-aside run {}: items: {}", r.run, r.items);
         }
+        s
+    }
+}
+
+/// Counts of a restore or purge.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AdminSummary {
+    /// Items put back at their original paths.
+    pub items_restored: u64,
+    /// Documents set aside (those the restored run's recoveries wrote).
+    pub documents_set_aside: u64,
+    /// Set-aside runs deleted.
+    pub runs_purged: u64,
+    /// Bytes of the files the purge deleted.
+    pub bytes_freed: u64,
+    /// Items not acted on (see `skipped`).
+    pub items_skipped: u64,
+    /// Errors, each naming its path.
+    pub errors: Vec<String>,
+}
+
+/// The JSON document of `--restore` and `--purge-set-aside`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdminReport {
+    /// Format version (1).
+    pub schema_version: u64,
+    /// `restore` or `purge`.
+    pub command: crate::AdminCommand,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Absolute S.
+    pub sessions_dir: String,
+    /// The run id of this command (a restore sets documents aside under it).
+    pub run: String,
+    /// The plan.
+    pub plan: Plan,
+    /// One per action (empty for a dry run).
+    pub outcomes: Vec<Outcome>,
+    /// Items left alone, with why.
+    pub skipped: Vec<Skipped>,
+    /// Counts (planned for a dry run, done for a real run).
+    pub summary: AdminSummary,
+}
+
+impl AdminReport {
+    pub(crate) fn new(
+        command: crate::AdminCommand,
+        sessions_dir: String,
+        run: RunId,
+        planned: exec::admin::AdminPlan,
+        applied: Option<Applied>,
+    ) -> AdminReport {
+        let dry_run = applied.is_none();
+        let (outcomes, errors) = match applied {
+            Some(a) => (a.outcomes, a.summary.errors),
+            None => (Vec::new(), Vec::new()),
+        };
+        let mut summary = AdminSummary {
+            errors,
+            ..AdminSummary::default()
+        };
+        for a in &planned.plan.actions {
+            let done = dry_run
+                || outcomes
+                    .iter()
+                    .any(|o| o.seq == a.seq && o.outcome == OutcomeKind::Applied);
+            if !done {
+                summary.items_skipped += 1;
+                continue;
+            }
+            match a.action {
+                plan::ActionKind::Restore => summary.items_restored += 1,
+                plan::ActionKind::SetAside => summary.documents_set_aside += 1,
+                plan::ActionKind::Purge => {
+                    summary.runs_purged += 1;
+                    if let plan::Precondition::Tree { bytes, .. } = a.precondition {
+                        summary.bytes_freed += bytes;
+                    }
+                }
+                _ => {}
+            }
+        }
+        summary.items_skipped += planned.skipped.len() as u64;
+        AdminReport {
+            schema_version: 1,
+            command,
+            dry_run,
+            sessions_dir,
+            run: run.0,
+            plan: planned.plan,
+            outcomes,
+            skipped: planned.skipped,
+            summary,
+        }
+    }
+
+    /// The human form: one line per action, skipped items, then the counts.
+    pub fn render_human(&self) -> String {
+        let mut s = String::new();
+        for a in &self.plan.actions {
+            match self.outcomes.iter().find(|o| o.seq == a.seq) {
+                Some(Outcome {
+                    outcome: OutcomeKind::Applied,
+                    ..
+                })
+                | None => {
+                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
+                }
+                Some(Outcome { outcome, why, .. }) => {
+                    let word = if *outcome == OutcomeKind::Skipped {
+                        "skipped"
+                    } else {
+                        "failed"
+                    };
+                    let _ = writeln!(s, "{word} {}  ({})", a.path, why.as_deref().unwrap_or(""));
+                }
+            }
+        }
+        for k in &self.skipped {
+            let _ = writeln!(s, "{}", render_skipped(k));
+        }
+        for e in &self.summary.errors {
+            let _ = writeln!(s, "error: {e}");
+        }
+        let sm = &self.summary;
+        let tense = if self.dry_run { "would be " } else { "" };
+        let _ = match self.command {
+            crate::AdminCommand::Restore => writeln!(
+                s,
+                "items {tense}restored: {}; recovered documents {tense}set aside: {}; skipped: {}",
+                sm.items_restored, sm.documents_set_aside, sm.items_skipped
+            ),
+            crate::AdminCommand::Purge => writeln!(
+                s,
+                "set-aside runs {tense}purged: {}; bytes {tense}freed: {}; skipped: {}",
+                sm.runs_purged, sm.bytes_freed, sm.items_skipped
+            ),
+        };
         s
     }
 }

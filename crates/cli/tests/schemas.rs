@@ -35,6 +35,10 @@ const SCHEMAS: &[(&str, &str)] = &[
         "status",
         include_str!("../../../docs/schemas/status.schema.json"),
     ),
+    (
+        "admin-output",
+        include_str!("../../../docs/schemas/admin-output.schema.json"),
+    ),
 ];
 
 fn schema_text(name: &str) -> &'static str {

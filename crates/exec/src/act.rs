@@ -185,8 +185,9 @@ impl Act<'_> {
         };
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
+        let document_bytes = recovered.document_bytes();
         self.root
-            .write_atomic(Path::new(&document), &recovered.document_bytes())
+            .write_atomic(Path::new(&document), &document_bytes)
             .map_err(fail)?;
         record.session_id = Some(record.id.clone());
         record.saved_session_checkpoint = Some(recovered.checkpoint);
@@ -198,6 +199,10 @@ impl Act<'_> {
             .map_err(fail)?;
         let mut extra = extra;
         extra.insert("document".into(), document.into());
+        extra.insert(
+            "document_sha256".into(),
+            store::digest_of(&document_bytes).sha256.into(),
+        );
         Ok(extra)
     }
 
@@ -240,5 +245,58 @@ impl Act<'_> {
         let mut extra = extra;
         extra.insert("document".into(), document.into());
         Ok(extra)
+    }
+
+    /// Puts a set-aside item back at its original path (`--restore`). A document or directory
+    /// is renamed back; a store moves back by the store-move protocol (the caller holds its
+    /// owner lock); a thread record gets its previous bytes back, after what is there now is
+    /// kept as a previous version of this run, so a restore loses nothing either.
+    pub fn restore(&self) -> Result<Extra, Refusal> {
+        let from = self.action.from.clone().unwrap_or_default();
+        let path = Path::new(&self.action.path);
+        let mut extra = Extra::from_iter([("from".to_owned(), Value::from(from.clone()))]);
+        if self.action.kind == Some(ItemKind::PreviousVersion) {
+            let bytes = self.root.read(Path::new(&from)).map_err(fail)?;
+            match self.root.read(path) {
+                Ok(current) if current == bytes => return Ok(extra),
+                Ok(current) => self.keep_previous_version(&current)?,
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(fail(e)),
+            }
+            self.root.write_atomic(path, &bytes).map_err(fail)?;
+            return Ok(extra);
+        }
+        if self.root.stat(path).map_err(fail)?.is_some() {
+            return Err(Refusal::Skip(format!(
+                "original path is occupied: {}",
+                self.action.path
+            )));
+        }
+        if self.action.kind == Some(ItemKind::RuntimeStore) {
+            let outcome =
+                crate::store_move::move_store(self.root, &from, &self.action.path, &mut |_| {})
+                    .map_err(Refusal::Fail)?;
+            if !outcome.source_removed {
+                extra.insert(
+                    "source_left".into(),
+                    "the set-aside copy was not empty after the move".into(),
+                );
+            }
+        } else {
+            self.root.move_item(Path::new(&from), path).map_err(fail)?;
+        }
+        Ok(extra)
+    }
+
+    /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`).
+    pub fn purge(&self) -> Result<Extra, Refusal> {
+        let freed = self
+            .root
+            .remove_tree(Path::new(&self.action.path))
+            .map_err(fail)?;
+        Ok(Extra::from_iter([(
+            "bytes_freed".to_owned(),
+            Value::from(freed),
+        )]))
     }
 }

@@ -15,6 +15,7 @@ use store::ids::{LATE_USAGE_DIR, OWNER_LOCK, RECONCILE_DIR, RECONCILE_LOCK, SET_
 use store::{Clock, Timestamp};
 
 mod act;
+pub mod admin;
 pub mod store_move;
 
 use act::{Act, Extra};
@@ -94,7 +95,7 @@ pub fn apply_plan(
             applied.summary.count_action(action);
             // Set-asides and thread rewrites (their previous versions) both fill the run's
             // set-aside directory.
-            if action.action != ActionKind::ReclaimDir {
+            if !matches!(action.action, ActionKind::ReclaimDir | ActionKind::Purge) {
                 applied.summary.set_aside_path = Some(format!("{SET_ASIDE_DIR}/{}", run.0));
             }
         }
@@ -160,7 +161,8 @@ fn check_not_live(root: &WritableRoot, action: &PlannedAction) -> Result<(), Ref
 }
 
 fn check_precondition(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
-    let path = Path::new(&action.path);
+    // A restore checks the item where it is now; every other action checks its path.
+    let path = Path::new(action.from.as_deref().unwrap_or(&action.path));
     let holds = match &action.precondition {
         Precondition::File { bytes, sha256 } => root
             .file_digest(path)
@@ -206,6 +208,8 @@ fn apply_one(
             "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
             action.path
         ))),
+        ActionKind::Restore => cx.restore(),
+        ActionKind::Purge => cx.purge(),
     }
 }
 
@@ -216,6 +220,8 @@ fn store_of(action: &PlannedAction) -> Option<String> {
         ActionKind::SetAside if action.kind == Some(ItemKind::RuntimeStore) => {
             Some(action.path.clone())
         }
+        // A store being restored is locked where it is now, inside the set-aside run.
+        ActionKind::Restore if action.kind == Some(ItemKind::RuntimeStore) => action.from.clone(),
         ActionKind::UnbindThread | ActionKind::RecoverThread | ActionKind::BindThread => action
             .path
             .rsplit_once("/threads/")

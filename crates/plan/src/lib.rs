@@ -24,6 +24,10 @@ pub enum ActionKind {
     BindThread,
     /// Delete a regenerable build work directory.
     ReclaimDir,
+    /// Put a set-aside item (or a thread record's previous version) back at its original path.
+    Restore,
+    /// Delete a whole set-aside run.
+    Purge,
 }
 
 impl ActionKind {
@@ -35,6 +39,8 @@ impl ActionKind {
             ActionKind::RecoverThread => "recover",
             ActionKind::BindThread => "bind",
             ActionKind::ReclaimDir => "reclaim",
+            ActionKind::Restore => "restore",
+            ActionKind::Purge => "purge",
         }
     }
 
@@ -46,6 +52,8 @@ impl ActionKind {
             ActionKind::RecoverThread => "recovered",
             ActionKind::BindThread => "bound",
             ActionKind::ReclaimDir => "reclaimed",
+            ActionKind::Restore => "restored",
+            ActionKind::Purge => "purged",
         }
     }
 }
@@ -103,6 +111,10 @@ pub struct PlannedAction {
     /// For `recover_thread` / `bind_thread`: the document, relative to S.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
+    /// For `restore`: where the item is now (inside `.set-aside/<run>/`); the precondition is
+    /// checked there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// For B1: the absolute root the path is relative to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
