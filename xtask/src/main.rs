@@ -10,6 +10,7 @@
 //! cargo xtask tidy
 //! ```
 
+mod bench;
 mod docs;
 mod snapshots;
 mod tidy;
@@ -25,6 +26,9 @@ tasks:
       Run `cargo test --workspace` with INSTA_UPDATE=new, then list every pending
       `*.snap.new` with a diff against its `.snap`. --accept renames each `.snap.new`
       over its `.snap`; --no-test skips the test run and reviews what is pending.
+  bench [--docs N]
+      Generate a synthetic store of N documents (default 20000), then time a release
+      `doctor --repair-sessions --dry-run` against merely reading every file of it.
   docs [--check]
       Generate docs/rules/<code>.md from each rule's doc comment; --check fails when a
       page is stale. The check also runs in `cargo test`.
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "snapshots" => snapshots::Options::parse(rest).and_then(|o| snapshots::run(&o)),
         "tidy" if rest.is_empty() => tidy::run(&workspace_root()),
+        "bench" => bench::run(&workspace_root(), rest),
         "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
         "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
         "help" | "--help" | "-h" => {

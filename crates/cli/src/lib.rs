@@ -3,6 +3,7 @@
 //! it (with every handle and lock) before returning, on every path.
 
 mod output;
+pub mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -129,7 +130,15 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
         ));
     };
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-    let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    let cleanup_errors = exec::remove_interrupted_writes(
+        &root,
+        &lock,
+        &planned.interrupted_writes,
+        &run,
+        opts.clock,
+    );
+    let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    applied.summary.errors.extend(cleanup_errors);
     let report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
     finish(&root, &report, opts.clock)?;
     Ok(report)

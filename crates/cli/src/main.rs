@@ -11,6 +11,7 @@ use store::{Clock, Timestamp};
 /// Repairs on-disk state that applications leave orphaned, without ever losing anything.
 #[derive(Debug, Parser)]
 #[command(name = "doctor", version, about)]
+#[command(group(clap::ArgGroup::new("checkable").args(["repair_sessions", "sweep_build_dirs"])))]
 struct Args {
     /// Plan and apply the sessions pack (R1-R5).
     #[arg(long, conflicts_with = "apply_plan")]
@@ -37,7 +38,7 @@ struct Args {
     #[arg(long, value_name = "FILE", requires = "repair_sessions")]
     plan_out: Option<PathBuf>,
     /// Exit 3 when any action is planned (implies --dry-run): for CI.
-    #[arg(long, requires = "repair_sessions")]
+    #[arg(long, requires = "checkable")]
     check: bool,
     /// Move the items of set-aside run RUN back to their original paths, verified first.
     #[arg(long, value_name = "RUN", conflicts_with_all = ["repair_sessions", "apply_plan", "purge_set_aside"])]
@@ -54,6 +55,16 @@ struct Args {
     /// With --purge-set-aside: purge runs that do not match their manifests too.
     #[arg(long, requires = "purge_set_aside")]
     force: bool,
+    /// Reclaim leaked Go work directories (go-build<n>, go-link-<n>) no live process uses.
+    #[arg(long, conflicts_with_all = ["apply_plan", "restore", "purge_set_aside", "sessions_dir", "artifact_idle", "plan_out"])]
+    sweep_build_dirs: bool,
+    /// With --sweep-build-dirs: a root to sweep, repeatable (default: $GOTMPDIR when set, and
+    /// the OS temp dir).
+    #[arg(long = "root", value_name = "DIR", requires = "sweep_build_dirs")]
+    roots: Vec<PathBuf>,
+    /// With --sweep-build-dirs: how long a work directory must be unchanged to be reclaimed.
+    #[arg(long, value_name = "DUR", default_value = "30m", value_parser = parse_duration, requires = "sweep_build_dirs")]
+    min_age: i64,
 }
 
 fn parse_duration(s: &str) -> Result<i64, String> {
@@ -89,6 +100,9 @@ fn print_json(value: &impl serde::Serialize) {
 fn main() -> ExitCode {
     init_tracing();
     let args = Args::parse();
+    if args.sweep_build_dirs {
+        return ExitCode::from(run_sweep(&args));
+    }
     match run(&args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -169,4 +183,37 @@ fn exit_of(report: &doctor::RepairReport) -> u8 {
         .iter()
         .any(|o| o.outcome == plan::OutcomeKind::Failed);
     u8::from(failed)
+}
+
+/// `--sweep-build-dirs`: the exit code of cli.md (1 when an action failed or a receipt could
+/// not be written; 3 with `--check` when anything is planned).
+fn run_sweep(args: &Args) -> u8 {
+    let mut opts = doctor::sweep::SweepOptions::new();
+    opts.clock = match clock() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("doctor: {e}");
+            return 2;
+        }
+    };
+    opts.roots = args.roots.clone();
+    opts.dry_run = args.dry_run || args.check;
+    opts.max_actions = args.max_actions;
+    opts.min_age_secs = args.min_age;
+    let report = match doctor::sweep::sweep_build_dirs(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("doctor: {e}");
+            return e.exit_code() as u8;
+        }
+    };
+    if args.json {
+        print_json(&report);
+    } else {
+        print!("{}", report.render_human());
+    }
+    if args.check && !report.plan.actions.is_empty() {
+        return 3;
+    }
+    u8::from(report.failed())
 }

@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{copy_tree, fixtures_dir, tree, Tree};
+use common::{demo_with_old_artifacts, tree, Tree};
 use serde_json::Value;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
@@ -46,25 +46,6 @@ fn assert_admin_valid(v: &Value) {
     assert!(errs.is_empty(), "{errs:?}\n{v:#}");
 }
 
-/// The demo store, with its artifact directory made old so R5 acts too: every kind of action.
-fn demo_copy() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = tmp.path().join("S");
-    copy_tree(&fixtures_dir().join("demo"), &s);
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_760_000_000);
-    for p in [
-        "zeta/artifacts/build.log",
-        "zeta/approval_receipts.jsonl",
-        "zeta/artifacts",
-        "zeta",
-    ] {
-        std::fs::File::open(s.join(p))
-            .and_then(|f| f.set_modified(old))
-            .unwrap();
-    }
-    (tmp, s)
-}
-
 /// The tree without the doctor's own files.
 fn user_tree(s: &Path) -> Tree {
     tree(s)
@@ -91,7 +72,7 @@ fn set_aside_runs(s: &Path) -> Vec<String> {
 
 #[test]
 fn repair_then_restore_gives_back_the_original_tree() {
-    let (_tmp, s) = demo_copy();
+    let (_tmp, s) = demo_with_old_artifacts();
     let before = user_tree(&s);
     let (code, repair, _) = doctor(&s, &["--repair-sessions"]);
     assert_eq!(code, 0);
@@ -153,7 +134,7 @@ fn repair_then_restore_gives_back_the_original_tree() {
 
 #[test]
 fn restore_refuses_an_occupied_path_and_a_tampered_item() {
-    let (_tmp, s) = demo_copy();
+    let (_tmp, s) = demo_with_old_artifacts();
     let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
     let run = repair["run"].as_str().unwrap().to_owned();
     std::fs::write(s.join("torn.json"), "a new torn.json written since").unwrap();
@@ -212,7 +193,7 @@ fn restore_refuses_an_occupied_path_and_a_tampered_item() {
 
 #[test]
 fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
-    let (_tmp, s) = demo_copy();
+    let (_tmp, s) = demo_with_old_artifacts();
     let (_, first, _) = doctor(&s, &["--repair-sessions"]);
     let first = first["run"].as_str().unwrap().to_owned();
     // A second run with something to set aside, then tamper with it.
@@ -272,7 +253,7 @@ fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
 
 #[test]
 fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
-    let (_tmp, s) = demo_copy();
+    let (_tmp, s) = demo_with_old_artifacts();
     let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
     let run = rep["run"].as_str().unwrap().to_owned();
     doctor(&s, &["--restore", &run]);

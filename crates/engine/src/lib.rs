@@ -1,13 +1,21 @@
-//! The engine: the pure [`Rule`] trait, and the planner that scans S through a read-only root,
-//! builds the reference set, runs the rules in registry order with projection, orders the
-//! actions deterministically and applies the bound. Rules never touch the filesystem; the
-//! planner's only I/O is the scan and the digests of directory preconditions, both through a
-//! `&Root`, which cannot write.
+//! The engine: the pure [`Rule`] trait, generic over a rule pack's input ([`Pack`]), and the
+//! planners. The sessions planner scans S through a read-only root, builds the reference set and
+//! runs the rules in registry order with projection; the build-dirs planner (`build_dirs`)
+//! lists each root. Both then order the actions deterministically, apply the bound and seal the
+//! preconditions the same way (`seal`). Rules never touch the filesystem; a planner's only I/O
+//! is its scan and the digests of directory preconditions, both through a `&Root`, which cannot
+//! write.
 
-use std::path::Path;
+mod build_dirs;
+mod seal;
+
+pub use build_dirs::{
+    list_root, plan_build_dirs, BuildConfig, BuildContext, BuildDirs, BuildPlanned, Interrupted,
+    RootEntry, RootListing, RootSkipped,
+};
 
 use fsroot::Root;
-use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
+use plan::{ActionKind, ItemKind, Plan, Precondition, Skipped, Summary};
 use refset::ReferenceSet;
 use store::{Inventory, Timestamp};
 
@@ -121,14 +129,30 @@ pub struct RuleOutput {
     pub counts: Summary,
 }
 
-/// A repair rule: inventory and references in, proposals out. No I/O.
-pub trait Rule: Send + Sync {
+/// A rule pack, as the engine sees it: what its rules are given to read.
+pub trait Pack {
+    /// What a rule of the pack sees.
+    type Context<'a>;
+}
+
+/// The sessions pack: its rules see the inventory and the projected reference set
+/// ([`Context`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions;
+
+impl Pack for Sessions {
+    type Context<'a> = Context<'a>;
+}
+
+/// A rule of pack `P` (the sessions pack unless named): what the pack gives it in, proposals
+/// out. No I/O.
+pub trait Rule<P: Pack = Sessions>: Send + Sync {
     /// `R1`.
     fn code(&self) -> &'static str;
     /// `unreadable-document`.
     fn name(&self) -> &'static str;
     /// Proposes actions.
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput;
+    fn plan(&self, cx: &P::Context<'_>) -> RuleOutput;
 }
 
 /// The result of planning.
@@ -146,6 +170,8 @@ pub struct Planned {
     pub ignored_why: Vec<(String, &'static str)>,
     /// Bindings that bind nothing, for the report.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
+    /// Temporary files of interrupted doctor writes; a real run removes them first.
+    pub interrupted_writes: Vec<String>,
 }
 
 /// Scans S and plans the given rules, in order.
@@ -166,7 +192,7 @@ pub fn plan_inventory(
     config: &Config,
 ) -> Planned {
     let mut out = Planned::default();
-    let mut ordered: Vec<(&dyn Rule, Proposal)> = Vec::new();
+    let mut ordered = Vec::new();
     for rule in rules {
         let cx = Context {
             inventory,
@@ -174,50 +200,26 @@ pub fn plan_inventory(
             config,
         };
         let mut result = rule.plan(&cx);
-        result.proposals.sort_by(|a, b| a.path.cmp(&b.path));
-        result
-            .proposals
-            .dedup_by(|a, b| a.path == b.path && a.action == b.action);
+        seal::order(&mut result.proposals);
         for p in &result.proposals {
             project(&mut refs, inventory, &p.effect);
         }
         add_counts(&mut out.counts, &result.counts);
         out.skipped.extend(result.skipped);
-        ordered.extend(result.proposals.into_iter().map(|p| (*rule, p)));
+        ordered.extend(result.proposals.into_iter().map(|p| seal::Ordered {
+            root,
+            root_label: None,
+            code: rule.code(),
+            name: rule.name(),
+            proposal: p,
+        }));
     }
-    let total = ordered.len();
-    ordered.truncate(config.max_actions);
-    out.plan.deferred = (total - ordered.len()) as u64;
-    for (rule, p) in ordered {
-        let precondition = match p.expect {
-            Expect::Known(pre) => pre,
-            Expect::TreeOfPath => match root.tree_digest(Path::new(&p.path)) {
-                Ok(d) => Precondition::Tree {
-                    bytes: d.bytes,
-                    tree_blake3: d.tree_blake3,
-                },
-                Err(e) => {
-                    // The item could not be digested, so it cannot be guarded: not planned.
-                    out.counts.errors.push(e.to_string());
-                    continue;
-                }
-            },
-        };
-        out.plan.actions.push(PlannedAction {
-            seq: out.plan.actions.len() as u64 + 1,
-            rule: rule.code().to_owned(),
-            rule_name: rule.name().to_owned(),
-            action: p.action,
-            path: p.path,
-            kind: p.kind,
-            document: p.document,
-            root: None,
-            reason: p.reason,
-            precondition,
-        });
-    }
+    let sealed = seal::bound_and_seal(ordered, config.max_actions);
+    // Items that could not be digested could not be guarded: not planned, reported.
+    out.counts.errors.extend(sealed.errors);
+    out.plan = sealed.plan;
     out.counts.actions_deferred = out.plan.deferred;
-    out.counts.limit_reached = total > config.max_actions;
+    out.counts.limit_reached = sealed.limit_reached;
     out.counts
         .errors
         .extend(inventory.errors.iter().map(|e| e.message.clone()));
@@ -228,6 +230,7 @@ pub fn plan_inventory(
         .map(|i| (i.path.clone(), i.why))
         .collect();
     out.unusable_bindings = refs.unusable_bindings.clone();
+    out.interrupted_writes = inventory.interrupted_writes.clone();
     out
 }
 

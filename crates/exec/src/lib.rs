@@ -16,9 +16,14 @@ use store::{Clock, Timestamp};
 
 mod act;
 pub mod admin;
+mod reclaim;
 pub mod store_move;
 
 use act::{Act, Extra};
+pub use reclaim::{
+    acquire_sweep_lock, apply_reclaim, read_pending, PendingDeletion, ReclaimTargets, Reclaimed,
+    PENDING_DIR,
+};
 pub use records::{LastRun, ManifestLine, Receipt};
 
 /// A run id, `YYYYMMDDTHHMMSSZ-<6 hex>`.
@@ -123,6 +128,55 @@ pub fn apply_plan(
     applied
 }
 
+/// Removes, through the one delete seam, the temporary files that interrupted atomic writes of
+/// earlier doctor runs left: `paths` from the scan (in S and in threads directories) and any in
+/// `.reconcile/`. They are the doctor's own incomplete copies, never session data; each removal
+/// is receipted. Returns the errors met.
+pub fn remove_interrupted_writes(
+    root: &WritableRoot,
+    _lock: &LockGuard,
+    paths: &[String],
+    run: &RunId,
+    clock: Clock,
+) -> Vec<String> {
+    let mut all: Vec<String> = paths.to_vec();
+    if let Ok(entries) = root.list(Path::new(RECONCILE_DIR)) {
+        for e in entries {
+            let name = e.name.to_string_lossy();
+            if e.kind == fsroot::EntryKind::File && store::ids::is_doctor_temp(&name) {
+                all.push(format!("{RECONCILE_DIR}/{name}"));
+            }
+        }
+    }
+    let own = format!("{}{}-", store::ids::DOCTOR_TEMP_INFIX, std::process::id());
+    let mut errors = Vec::new();
+    for path in all.iter().filter(|p| !p.contains(&own)) {
+        let (outcome, why, freed) = match root.remove_tree(Path::new(path)) {
+            Ok(b) => (OutcomeKind::Applied, None, b),
+            Err(e) => {
+                errors.push(e.to_string());
+                (OutcomeKind::Failed, Some(e.to_string()), 0)
+            }
+        };
+        let receipt = Receipt {
+            run: run.0.clone(),
+            seq: 0,
+            rule: "doctor".into(),
+            action: ActionKind::RemoveTemp,
+            path: path.clone(),
+            outcome,
+            why,
+            at: clock.now().to_string(),
+            extra: serde_json::Map::from_iter([("bytes_freed".to_owned(), freed.into())]),
+        };
+        if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
+        {
+            errors.push(e.to_string());
+        }
+    }
+    errors
+}
+
 /// Writes `S/.reconcile/last.json` atomically.
 pub fn write_last(root: &WritableRoot, last: &LastRun) -> fsroot::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
@@ -210,6 +264,10 @@ fn apply_one(
         ))),
         ActionKind::Restore => cx.restore(),
         ActionKind::Purge => cx.purge(),
+        ActionKind::RemoveTemp => Err(Refusal::Fail(format!(
+            "{}: remove_temp is housekeeping of a real run, never a planned action",
+            action.path
+        ))),
     }
 }
 

@@ -22,6 +22,7 @@ mod digest;
 mod error;
 mod fault;
 mod lock;
+pub mod procfs;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

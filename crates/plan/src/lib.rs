@@ -7,7 +7,7 @@ mod summary;
 
 use serde::{Deserialize, Serialize};
 
-pub use render::{notice_line, render_action, render_skipped};
+pub use render::{notice_line, render_action, render_skipped, shown_path};
 pub use summary::Summary;
 
 /// What an action does.
@@ -28,6 +28,9 @@ pub enum ActionKind {
     Restore,
     /// Delete a whole set-aside run.
     Purge,
+    /// Remove a temporary file an interrupted doctor write left (housekeeping of a real run;
+    /// never planned by a rule).
+    RemoveTemp,
 }
 
 impl ActionKind {
@@ -41,6 +44,7 @@ impl ActionKind {
             ActionKind::ReclaimDir => "reclaim",
             ActionKind::Restore => "restore",
             ActionKind::Purge => "purge",
+            ActionKind::RemoveTemp => "remove",
         }
     }
 
@@ -54,6 +58,7 @@ impl ActionKind {
             ActionKind::ReclaimDir => "reclaimed",
             ActionKind::Restore => "restored",
             ActionKind::Purge => "purged",
+            ActionKind::RemoveTemp => "removed",
         }
     }
 }

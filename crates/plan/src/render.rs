@@ -15,8 +15,20 @@ pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
     };
     format!(
         "{verb} {}{doc}  ({} {}: {})",
-        a.path, a.rule, a.rule_name, a.reason
+        shown_path(a),
+        a.rule,
+        a.rule_name,
+        a.reason
     )
+}
+
+/// The action's path as a reader should see it: joined to its root when it has one (B1),
+/// since a run over several roots would otherwise be ambiguous.
+pub fn shown_path(a: &PlannedAction) -> String {
+    match &a.root {
+        Some(root) => format!("{}/{}", root.trim_end_matches('/'), a.path),
+        None => a.path.clone(),
+    }
 }
 
 /// `skipped <path>  (<rule>: <why>)`.

@@ -51,7 +51,13 @@ impl Summary {
             (ActionKind::UnbindThread, _) => self.threads_unbound += 1,
             (ActionKind::RecoverThread, _) => self.sessions_recovered += 1,
             (ActionKind::BindThread, _) => self.threads_bound += 1,
-            (ActionKind::ReclaimDir | ActionKind::Restore | ActionKind::Purge, _) => {}
+            (
+                ActionKind::ReclaimDir
+                | ActionKind::Restore
+                | ActionKind::Purge
+                | ActionKind::RemoveTemp,
+                _,
+            ) => {}
         }
     }
 

@@ -7,8 +7,21 @@ pub fn is_valid_id(s: &str) -> bool {
 
 /// Whether `b` may appear in an id.
 pub fn is_id_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+    ID_BYTES[b as usize]
 }
+
+/// `ID_BYTES[b]`: whether byte `b` may appear in an id (a table: the tokenizer runs over every
+/// byte of every readable document).
+static ID_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+        b += 1;
+    }
+    t
+};
 
 /// Top-level file names that look like documents but are host bookkeeping.
 pub const RESERVED_FILES: &[&str] = &["session_boot_owners.json", "session_boot_owners.lock"];
@@ -55,6 +68,14 @@ pub const ARTIFACT_ENTRIES: &[&str] = &[
     "approval_receipts.jsonl",
     "approval_receipts.lock",
 ];
+
+/// The infix of the doctor's temporary files: `.<name>.doctor-tmp-<pid>-<n>`.
+pub const DOCTOR_TEMP_INFIX: &str = ".doctor-tmp-";
+
+/// Whether a file name is a temporary file of the doctor's atomic write.
+pub fn is_doctor_temp(name: &str) -> bool {
+    name.starts_with('.') && name.contains(DOCTOR_TEMP_INFIX)
+}
 
 /// Splits `text` into maximal runs of id bytes and calls `f` on each.
 pub fn for_each_token(text: &[u8], mut f: impl FnMut(&[u8])) {

@@ -21,6 +21,9 @@ pub struct Inventory {
     pub named_by_documents: BTreeSet<String>,
     /// Entries the doctor leaves alone and reports, sorted by path.
     pub ignored: Vec<Ignored>,
+    /// Temporary files of atomic writes an interrupted doctor run left (in S and in threads
+    /// directories); a real run removes them before acting.
+    pub interrupted_writes: Vec<String>,
     /// Errors met while scanning; the scan went on without the entry.
     pub errors: Vec<ScanError>,
 }

@@ -59,6 +59,12 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
         inv.session_dirs.push(dir);
     }
     summarize_orphans(root, &mut inv);
+    let (temps, ignored): (Vec<Ignored>, Vec<Ignored>) = std::mem::take(&mut inv.ignored)
+        .into_iter()
+        .partition(|i| i.why == INTERRUPTED_WRITE);
+    inv.ignored = ignored;
+    inv.interrupted_writes = temps.into_iter().map(|i| i.path).collect();
+    inv.interrupted_writes.sort();
     inv.ignored.sort();
     inv.errors.sort();
     Ok(inv)
@@ -116,6 +122,9 @@ fn summarize_thread(
     Ok(())
 }
 
+/// Why-marker of a doctor temp file left by an interrupted atomic write.
+const INTERRUPTED_WRITE: &str = "temporary file of an interrupted doctor write";
+
 enum Top {
     Document(String),
     SessionDir,
@@ -142,6 +151,7 @@ fn classify_top(name: &str, kind: EntryKind) -> Top {
         _ => {}
     }
     match kind {
+        EntryKind::File if ids::is_doctor_temp(name) => Top::Ignored(INTERRUPTED_WRITE),
         EntryKind::File => match name.strip_suffix(".json") {
             Some(stem) if is_valid_id(stem) => Top::Document(stem.to_owned()),
             Some(_) => Top::Ignored("file name is not a valid session id"),
@@ -261,7 +271,14 @@ pub fn judge_document(
     drop(value);
     let mut named = BTreeSet::new();
     if !candidates.is_empty() {
+        // Most tokens of a conversation are words no candidate id can equal: a length check
+        // skips them before any hashing.
+        let max_len = candidates.iter().map(|c| c.len()).max().unwrap_or(0);
         ids::for_each_token(bytes, |tok| {
+            if tok.len() > max_len {
+                return;
+            }
+            // Id bytes are ASCII, so a token is always valid UTF-8.
             if let Ok(t) = std::str::from_utf8(tok) {
                 if candidates.contains(t) {
                     named.insert(t.to_owned());
@@ -504,6 +521,9 @@ fn scan_threads(
                 &format!("{dir}/{name}"),
                 "symlink (never followed)",
             )),
+            _ if e.kind == EntryKind::File && ids::is_doctor_temp(&name) => {
+                ign.push(ignored(&format!("{dir}/{name}"), INTERRUPTED_WRITE))
+            }
             _ => ign.push(ignored(&format!("{dir}/{name}"), "not a thread record")),
         }
     }

@@ -188,3 +188,43 @@ impl Drop for Holder {
         let _ = self.child.wait();
     }
 }
+
+/// A copy of the demo store (every sessions rule has a case in it) in a fresh temporary
+/// directory, with its artifact-only directory `zeta/` made weeks old so that R5 acts too.
+/// Returns the temp dir (keep it alive) and S.
+#[allow(dead_code)]
+pub fn demo_with_old_artifacts() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    copy_tree(&fixtures_dir().join("demo"), &s);
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_760_000_000);
+    for p in [
+        "zeta/artifacts/build.log",
+        "zeta/approval_receipts.jsonl",
+        "zeta/artifacts",
+        "zeta",
+    ] {
+        std::fs::File::open(s.join(p))
+            .and_then(|f| f.set_modified(old))
+            .unwrap();
+    }
+    (tmp, s)
+}
+
+/// Gives every file and directory under `to` the mtime of its namesake under `from` (after a
+/// [`copy_tree`], which does not keep them), so age-based rules see the same store.
+#[allow(dead_code)]
+pub fn copy_mtimes(from: &Path, to: &Path) {
+    for (path, node) in tree(from) {
+        if matches!(node, Node::Symlink(_)) {
+            continue;
+        }
+        let t = std::fs::symlink_metadata(from.join(&path))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::fs::File::open(to.join(&path))
+            .and_then(|f| f.set_modified(t))
+            .unwrap();
+    }
+}

@@ -1,0 +1,558 @@
+//! `--sweep-build-dirs`, the build-dirs pack's entry point: opens each build root as its own
+//! confined root, reads `/proc`, plans B1 on the shared engine and, unless dry, applies the plan
+//! under the sweep's single-flight lock, receipting every action in the state directory. Its
+//! report (JSON and human) and its errors, each with the exit code of cli.md.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use engine::{BuildConfig, BuildPlanned, Interrupted};
+use exec::{PendingDeletion, ReclaimTargets, Reclaimed, RunId};
+use fsroot::procfs::{ProcessRefs, Procfs};
+use fsroot::{Root, WritableRoot};
+use plan::{render_action, shown_path, Outcome, OutcomeKind, Plan, Precondition};
+use serde::Serialize;
+use store::Clock;
+
+/// The receipts of build-dirs runs, in the state directory: one JSON line per action.
+pub const RECEIPTS_FILE: &str = "build-dirs-receipts.jsonl";
+/// The single-flight lock of build-dirs runs, in the state directory.
+pub const LOCK_FILE: &str = "build-dirs.lock";
+
+/// Settings of a build-dirs sweep.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// `--root`s; when empty, [`default_build_roots`].
+    pub roots: Vec<PathBuf>,
+    /// Plan and print only.
+    pub dry_run: bool,
+    /// `--max-actions`.
+    pub max_actions: usize,
+    /// `--min-age`, seconds.
+    pub min_age_secs: i64,
+    /// The clock.
+    pub clock: Clock,
+    /// Where procfs is mounted (`/proc`).
+    pub proc_dir: PathBuf,
+    /// Where receipts and the lock go; `None`: [`default_state_dir`].
+    pub state_dir: Option<PathBuf>,
+}
+
+impl SweepOptions {
+    /// The defaults of cli.md: default roots, `--min-age 30m`, `--max-actions 500`.
+    pub fn new() -> SweepOptions {
+        SweepOptions {
+            roots: Vec::new(),
+            dry_run: false,
+            max_actions: 500,
+            min_age_secs: 30 * 60,
+            clock: Clock::System,
+            proc_dir: PathBuf::from("/proc"),
+            state_dir: None,
+        }
+    }
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions::new()
+    }
+}
+
+/// Why a sweep could not go on. Each maps to an exit code of cli.md.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// A `--root` that does not exist or is not a directory (exit 2).
+    #[error("build root {} does not exist or is not a directory", .0.display())]
+    MissingRoot(PathBuf),
+    /// `/proc` cannot be read, so liveness cannot be known (exit 1).
+    #[error("cannot read the process table: {0}; no directory can be known to be unused, so nothing was reclaimed")]
+    NoProc(fsroot::Error),
+    /// No state directory for the receipts (exit 1).
+    #[error(
+        "no state directory for the receipts (set XDG_STATE_HOME or HOME); nothing was reclaimed"
+    )]
+    NoStateDir,
+    /// Another sweep holds the lock (exit 75).
+    #[error("another doctor sweep holds {}; nothing was written", .0.display())]
+    Busy(PathBuf),
+    /// Any other failure (exit 1).
+    #[error(transparent)]
+    Fs(#[from] fsroot::Error),
+}
+
+impl SweepError {
+    /// The exit code of cli.md.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SweepError::MissingRoot(_) => 2,
+            SweepError::Busy(_) => 75,
+            SweepError::NoProc(_) | SweepError::NoStateDir | SweepError::Fs(_) => 1,
+        }
+    }
+}
+
+/// The default roots: `$GOTMPDIR` when set, and the OS temp dir.
+pub fn default_build_roots() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(g) = std::env::var_os("GOTMPDIR").filter(|g| !g.is_empty()) {
+        roots.push(PathBuf::from(g));
+    }
+    roots.push(std::env::temp_dir());
+    roots
+}
+
+/// Where build-dirs runs keep receipts and their lock: `$XDG_STATE_HOME/doctor`, else
+/// `~/.local/state/doctor`.
+pub fn default_state_dir() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = xdg.or_else(|| {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".local/state"))
+    })?;
+    Some(base.join("doctor"))
+}
+
+/// One item a rule left, with its root.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SweepSkipped {
+    /// The absolute root.
+    pub root: String,
+    /// The item, relative to the root.
+    pub path: String,
+    /// Rule code.
+    pub rule: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The counts of a sweep: what was reclaimed (a dry run: what would be) and what was spared.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SweepSummary {
+    /// Directories deleted (a dry run: planned).
+    pub dirs_reclaimed: u64,
+    /// Bytes of the regular files deleted (a dry run: in the planned trees).
+    pub bytes_freed: u64,
+    /// Items the rules left on purpose (listed in `skipped`).
+    pub dirs_spared: u64,
+    /// Processes whose references were read.
+    pub processes_scanned: u64,
+    /// Per-process items of `/proc` that could not be read (other users' processes).
+    pub proc_items_unreadable: u64,
+    /// Actions left for a later run by `--max-actions`.
+    pub actions_deferred: u64,
+    /// Whether the bound cut the plan.
+    pub limit_reached: bool,
+    /// Errors met, each naming its path.
+    pub errors: Vec<String>,
+}
+
+/// The JSON document of `--sweep-build-dirs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Format version (1).
+    pub schema_version: u64,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Run id.
+    pub run: String,
+    /// The roots swept, absolute, in order.
+    pub roots: Vec<String>,
+    /// The plan; every action names its `root`.
+    pub plan: Plan,
+    /// One per action applied (empty for a dry run).
+    pub outcomes: Vec<Outcome>,
+    /// Counts.
+    pub summary: SweepSummary,
+    /// Items the rules left on purpose, with why.
+    pub skipped: Vec<SweepSkipped>,
+    /// Where the receipts of real runs go (absolute), when known.
+    pub receipts_file: Option<String>,
+    #[serde(skip)]
+    receipt_failed: bool,
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn is_missing(e: &fsroot::Error) -> bool {
+    matches!(
+        e.io_error().and_then(|io| io.raw_os_error()),
+        Some(2) | Some(20)
+    )
+}
+
+/// The roots of a run, opened: explicit roots must exist; default roots that do not are noted.
+fn open_roots<R>(
+    opts: &SweepOptions,
+    open: impl Fn(&Path) -> fsroot::Result<R>,
+    canonical: impl Fn(&R) -> PathBuf,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(String, R)>, SweepError> {
+    let explicit = !opts.roots.is_empty();
+    let wanted = if explicit {
+        opts.roots.clone()
+    } else {
+        default_build_roots()
+    };
+    let mut out: Vec<(String, R)> = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for dir in wanted {
+        let label = absolute(&dir);
+        let root = match open(&label) {
+            Ok(r) => r,
+            Err(e) if is_missing(&e) && explicit => return Err(SweepError::MissingRoot(dir)),
+            Err(e) if is_missing(&e) => {
+                notes.push(format!(
+                    "default build root {} does not exist; skipped",
+                    label.display()
+                ));
+                continue;
+            }
+            Err(e) => return Err(SweepError::Fs(e)),
+        };
+        let c = canonical(&root);
+        if seen.contains(&c) {
+            continue; // the same directory under another name: swept once
+        }
+        seen.push(c);
+        out.push((label.to_string_lossy().into_owned(), root));
+    }
+    Ok(out)
+}
+
+/// Opens the state directory, creating it (and its missing parents) when asked.
+fn open_state_dir(dir: &Path) -> fsroot::Result<WritableRoot> {
+    if let Ok(r) = WritableRoot::open(dir) {
+        return Ok(r);
+    }
+    let mut base = dir.parent();
+    while let Some(b) = base {
+        if let Ok(r) = WritableRoot::open(b) {
+            let rel = dir.strip_prefix(b).unwrap_or(dir);
+            r.create_dir_all(rel)?;
+            drop(r);
+            return WritableRoot::open(dir);
+        }
+        base = b.parent();
+    }
+    WritableRoot::open(dir)
+}
+
+/// Opens `/proc` and reads the invoking user's uid from it.
+fn open_procfs(opts: &SweepOptions) -> Result<(Procfs, u32), SweepError> {
+    let procfs = Procfs::open(&opts.proc_dir).map_err(SweepError::NoProc)?;
+    let uid = procfs.invoking_uid().map_err(SweepError::NoProc)?;
+    Ok((procfs, uid))
+}
+
+/// The deletions earlier runs started and did not finish, as the planner takes them.
+fn interrupted(pending: &[PendingDeletion]) -> Vec<Interrupted> {
+    pending
+        .iter()
+        .map(|p| Interrupted {
+            run: p.run.clone(),
+            root: p.root.clone(),
+            path: p.path.clone(),
+            dev: p.dev,
+            ino: p.ino,
+        })
+        .collect()
+}
+
+/// Sweeps the build roots: plans B1 and, unless `dry_run`, applies the plan.
+#[tracing::instrument(skip_all)]
+pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
+    let now = opts.clock.now();
+    let run = RunId::new(now);
+    let mut notes = Vec::new();
+    let state_dir = opts
+        .state_dir
+        .clone()
+        .or_else(default_state_dir)
+        .map(|d| absolute(&d));
+    let receipts_file = state_dir
+        .as_ref()
+        .map(|d| d.join(RECEIPTS_FILE).to_string_lossy().into_owned());
+    let config = |uid| BuildConfig {
+        max_actions: opts.max_actions,
+        min_age_secs: opts.min_age_secs,
+        now,
+        uid,
+    };
+
+    if opts.dry_run {
+        let roots = open_roots(
+            opts,
+            Root::open,
+            |r| r.canonical_anchor().to_path_buf(),
+            &mut notes,
+        )?;
+        let (procfs, uid) = open_procfs(opts)?;
+        let processes = procfs.scan().map_err(SweepError::NoProc)?;
+        // A dry run reads the state directory when there is one, and creates nothing.
+        let (pending, pending_errors) = match state_dir.as_deref().map(Root::open) {
+            Some(Ok(state)) => exec::read_pending(&state),
+            _ => Default::default(),
+        };
+        notes.extend(pending_errors);
+        let refs: Vec<(&str, &Root)> = roots.iter().map(|(l, r)| (l.as_str(), r)).collect();
+        let planned = engine::plan_build_dirs(
+            &refs,
+            &processes,
+            &interrupted(&pending),
+            build_dirs::RULES,
+            &config(uid),
+        );
+        return Ok(SweepReport::new(
+            true,
+            run,
+            &roots,
+            planned,
+            &processes,
+            None,
+            notes,
+            receipts_file,
+        ));
+    }
+
+    let roots = open_roots(
+        opts,
+        WritableRoot::open,
+        |r| r.canonical_anchor().to_path_buf(),
+        &mut notes,
+    )?;
+    let (procfs, uid) = open_procfs(opts)?;
+    let state_dir = state_dir.ok_or(SweepError::NoStateDir)?;
+    let state = open_state_dir(&state_dir)?;
+    let Some(lock) = exec::acquire_sweep_lock(&state, LOCK_FILE)? else {
+        return Err(SweepError::Busy(state_dir.join(LOCK_FILE)));
+    };
+    // Read the pending deletions and the processes once the lock is held, right before
+    // planning.
+    let (pending, pending_errors) = exec::read_pending(&state);
+    notes.extend(pending_errors);
+    let processes = procfs.scan().map_err(SweepError::NoProc)?;
+    let refs: Vec<(&str, &Root)> = roots.iter().map(|(l, r)| (l.as_str(), &**r)).collect();
+    let planned = engine::plan_build_dirs(
+        &refs,
+        &processes,
+        &interrupted(&pending),
+        build_dirs::RULES,
+        &config(uid),
+    );
+    let targets = ReclaimTargets {
+        roots: &roots,
+        procfs: &procfs,
+        uid,
+        state: &state,
+        receipts_file: RECEIPTS_FILE,
+        pending: &pending,
+    };
+    let reclaimed = exec::apply_reclaim(&targets, &lock, &planned.plan, &run, opts.clock);
+    Ok(SweepReport::new(
+        false,
+        run,
+        &roots,
+        planned,
+        &processes,
+        Some(reclaimed),
+        notes,
+        receipts_file,
+    ))
+}
+
+impl SweepReport {
+    #[allow(clippy::too_many_arguments)]
+    fn new<R>(
+        dry_run: bool,
+        run: RunId,
+        roots: &[(String, R)],
+        planned: BuildPlanned,
+        processes: &ProcessRefs,
+        reclaimed: Option<Reclaimed>,
+        notes: Vec<String>,
+        receipts_file: Option<String>,
+    ) -> SweepReport {
+        let mut summary = SweepSummary {
+            dirs_spared: planned.skipped.len() as u64,
+            processes_scanned: processes.processes,
+            proc_items_unreadable: processes.unreadable,
+            actions_deferred: planned.plan.deferred,
+            limit_reached: planned.limit_reached,
+            errors: notes,
+            ..SweepSummary::default()
+        };
+        summary.errors.extend(planned.errors);
+        let mut outcomes = Vec::new();
+        let mut receipt_failed = false;
+        match reclaimed {
+            None => {
+                summary.dirs_reclaimed = planned.plan.actions.len() as u64;
+                summary.bytes_freed = planned
+                    .plan
+                    .actions
+                    .iter()
+                    .map(|a| match a.precondition {
+                        Precondition::Tree { bytes, .. } | Precondition::File { bytes, .. } => {
+                            bytes
+                        }
+                    })
+                    .sum();
+            }
+            Some(r) => {
+                summary.dirs_reclaimed = r.dirs_reclaimed;
+                summary.bytes_freed = r.bytes_freed;
+                summary.errors.extend(r.errors);
+                outcomes = r.outcomes;
+                receipt_failed = r.receipt_failed;
+            }
+        }
+        SweepReport {
+            schema_version: 1,
+            dry_run,
+            run: run.0,
+            roots: roots.iter().map(|(l, _)| l.clone()).collect(),
+            plan: planned.plan,
+            outcomes,
+            summary,
+            skipped: planned
+                .skipped
+                .into_iter()
+                .map(|s| SweepSkipped {
+                    root: s.root,
+                    path: s.skipped.path,
+                    rule: s.skipped.rule,
+                    why: s.skipped.why,
+                })
+                .collect(),
+            receipts_file,
+            receipt_failed,
+        }
+    }
+
+    /// Whether the run failed: an action failed, or a receipt could not be written.
+    pub fn failed(&self) -> bool {
+        self.receipt_failed
+            || self
+                .outcomes
+                .iter()
+                .any(|o| o.outcome == OutcomeKind::Failed)
+    }
+
+    /// The human form: one line per action (future tense for a dry run), the skipped items
+    /// with why, errors, then the summary line.
+    pub fn render_human(&self) -> String {
+        let mut s = String::new();
+        for a in &self.plan.actions {
+            match self.outcomes.iter().find(|o| o.seq == a.seq) {
+                Some(Outcome {
+                    outcome: OutcomeKind::Applied,
+                    ..
+                })
+                | None => {
+                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
+                }
+                Some(Outcome { outcome, why, .. }) => {
+                    let word = if *outcome == OutcomeKind::Skipped {
+                        "skipped"
+                    } else {
+                        "failed"
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{word} {}  ({} {}: {})",
+                        shown_path(a),
+                        a.rule,
+                        a.rule_name,
+                        why.as_deref().unwrap_or("")
+                    );
+                }
+            }
+        }
+        for k in &self.skipped {
+            let _ = writeln!(
+                s,
+                "skipped {}/{}  ({}: {})",
+                k.root.trim_end_matches('/'),
+                k.path,
+                k.rule,
+                k.why
+            );
+        }
+        for e in &self.summary.errors {
+            let _ = writeln!(s, "error: {e}");
+        }
+        let sm = &self.summary;
+        let n = self.plan.actions.len();
+        if self.dry_run {
+            let _ = writeln!(
+                s,
+                "{n} action{} planned, {} to free{}; nothing was written",
+                if n == 1 { "" } else { "s" },
+                human_bytes(sm.bytes_freed),
+                if sm.actions_deferred > 0 {
+                    format!(", {} deferred", sm.actions_deferred)
+                } else {
+                    String::new()
+                }
+            );
+        } else if sm.dirs_reclaimed > 0 {
+            let _ = writeln!(
+                s,
+                "Build dirs reclaimed: {} director{}, {} freed",
+                sm.dirs_reclaimed,
+                if sm.dirs_reclaimed == 1 { "y" } else { "ies" },
+                human_bytes(sm.bytes_freed)
+            );
+        }
+        if !self.dry_run && sm.actions_deferred > 0 {
+            let _ = writeln!(
+                s,
+                "{} actions deferred by --max-actions",
+                sm.actions_deferred
+            );
+        }
+        s
+    }
+}
+
+/// `512 B`, `3.4 KiB`, `12.0 MiB`, `4.5 GiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_naturally() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(human_bytes(4_831_838_208), "4.5 GiB");
+    }
+
+    #[test]
+    fn exit_codes_follow_cli_md() {
+        assert_eq!(SweepError::MissingRoot("/x".into()).exit_code(), 2);
+        assert_eq!(SweepError::Busy("/x".into()).exit_code(), 75);
+        assert_eq!(SweepError::NoStateDir.exit_code(), 1);
+    }
+}

@@ -1,0 +1,901 @@
+//! The build-dirs pack (B1) on fixture roots and through the binary.
+//!
+//! Fixture cases live in `fixtures/build-dirs/<case>/`: a root (`root/`, copied to a temp dir)
+//! and a `case.json` for what git cannot hold: symlinks, owners, mtimes, empty directories and
+//! the live processes that reference a candidate (real children: `sleep` with its cwd inside
+//! one, a shell holding a file open, a process with a path in its environment or argv, a binary
+//! run from inside one). Every entry of the root is three hours old unless the case says
+//! otherwise. Each case is swept through the library as a dry run, a real run, then a second
+//! dry run; the snapshot (`snapshots/<case>.snap`) shows the dry-run report and plan, the real
+//! run, the tree after it, the receipts, and the second plan. The test also asserts what a
+//! snapshot cannot: the dry run planned exactly what the real run applied, every action was
+//! applied, exactly the expected directories were reclaimed and nothing else changed (nothing
+//! outside the root either), and the second plan is empty.
+//!
+//! The other tests cover the binary: the JSON output and receipts against their schemas, exit
+//! codes (2, 3, 75, 1 when `/proc` is unusable), the bound, and a deletion killed halfway that
+//! the next run finishes.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{copy_tree, fixtures_dir, sha256_hex, tree, Holder, Node, Tree};
+use doctor::sweep::{sweep_build_dirs, SweepError, SweepOptions, SweepReport};
+use plan::OutcomeKind;
+use serde::Deserialize;
+use serde_json::Value;
+use store::{Clock, Timestamp};
+
+const DEFAULT_NOW: &str = "2026-11-29T12:00:00Z";
+/// Every entry of a fixture root has this mtime unless the case sets another.
+const DEFAULT_MTIME: &str = "2026-11-29T09:00:00Z";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    description: String,
+    #[serde(default)]
+    rule: Option<String>,
+    #[serde(default)]
+    doctor_now: Option<String>,
+    #[serde(default)]
+    min_age: Option<String>,
+    #[serde(default)]
+    empty_dirs: Vec<String>,
+    /// `target` may start with `[OUTSIDE]`; the root is `<tmp>/root` and `<tmp>/outside` holds
+    /// `keep` and `dir/`, so a relative target such as `../outside` (stable tree digests) works.
+    #[serde(default)]
+    symlinks: Vec<SymlinkSpec>,
+    #[serde(default)]
+    mtimes: Vec<MtimeSpec>,
+    #[serde(default)]
+    chown: Vec<ChownSpec>,
+    #[serde(default)]
+    live: Vec<LiveSpec>,
+    /// The entries of the root the real run must reclaim, exactly.
+    expect_reclaimed: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SymlinkSpec {
+    path: String,
+    target: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MtimeSpec {
+    path: String,
+    at: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChownSpec {
+    path: String,
+    uid: u32,
+}
+
+/// A live process referencing a path under the root in one way only.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, tag = "how", rename_all = "snake_case")]
+enum LiveSpec {
+    /// `sleep` whose working directory is `path`.
+    Cwd { path: String },
+    /// A process holding `path` open on fd 3.
+    Fd { path: String },
+    /// `sleep` with `X=<value>` in its environment (`[ROOT]` replaced).
+    Env { value: String },
+    /// A shell with `<value>` among its argv (`[ROOT]` replaced).
+    Argv { value: String },
+    /// `sleep` copied to `path` and run from there, argv[0] relative, cwd elsewhere.
+    Map { path: String },
+}
+
+fn parse_time(s: &str) -> Timestamp {
+    Timestamp::parse(s).unwrap_or_else(|| panic!("{s:?} is not an RFC 3339 time"))
+}
+
+fn system_time(s: &str) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(parse_time(s).0).unwrap())
+}
+
+/// Sets the mtime of `path` and everything beneath it (symlinks are left alone).
+fn set_mtime_recursive(path: &Path, at: SystemTime) {
+    let meta =
+        std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if meta.file_type().is_symlink() {
+        return;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            set_mtime_recursive(&entry.unwrap().path(), at);
+        }
+    }
+    std::fs::File::open(path)
+        .and_then(|f| f.set_modified(at))
+        .unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
+}
+
+fn chown_recursive(path: &Path, uid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), None)?;
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            chown_recursive(&entry?.path(), uid)?;
+        }
+    }
+    Ok(())
+}
+
+fn am_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().next())
+        == Some("0")
+}
+
+/// A live child process (and its process group), killed when dropped.
+struct Live {
+    child: Child,
+}
+
+/// A command with an empty environment but `PATH`, so that a live process references only
+/// what the test gives it.
+fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear().env("PATH", "/usr/bin:/bin");
+    cmd
+}
+
+impl Live {
+    fn spawn(cmd: &mut Command) -> Live {
+        cmd.process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Live {
+            child: cmd.spawn().expect("start a live process"),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until `/proc/<pid>/<what>` satisfies `ready`.
+    fn wait_until(&self, what: &str, ready: impl Fn(&Path) -> bool) {
+        let p = PathBuf::from(format!("/proc/{}/{what}", self.pid()));
+        let start = Instant::now();
+        while !ready(&p) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "live process {} never got ready ({what})",
+                self.pid()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.pid())])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sleep_binary() -> PathBuf {
+    ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("a sleep binary")
+}
+
+fn start_live(spec: &LiveSpec, root: &Path, outside: &Path) -> Live {
+    let subst = |v: &str| v.replace("[ROOT]", &root.to_string_lossy());
+    match spec {
+        LiveSpec::Cwd { path } => {
+            Live::spawn(command("sleep").arg("60").current_dir(root.join(path)))
+        }
+        LiveSpec::Fd { path } => {
+            let file = root.join(path);
+            let live = Live::spawn(
+                command("sh")
+                    .args(["-c", "exec 3<\"$1\"; exec sleep 60", "sh"])
+                    .arg(&file)
+                    .current_dir(outside),
+            );
+            // Ready once the shell has become `sleep` (its argv no longer names the file)
+            // holding the file on fd 3.
+            live.wait_until("cmdline", |p| {
+                std::fs::read(p).is_ok_and(|b| b.starts_with(b"sleep\0"))
+            });
+            live.wait_until("fd/3", |p| std::fs::read_link(p).is_ok_and(|t| t == file));
+            live
+        }
+        LiveSpec::Env { value } => Live::spawn(
+            command("sleep")
+                .arg("60")
+                .current_dir(outside)
+                .env("X", subst(value)),
+        ),
+        LiveSpec::Argv { value } => {
+            let live = Live::spawn(
+                command("sh")
+                    .args(["-c", "sleep 60; :", "sh"])
+                    .arg(subst(value))
+                    .current_dir(outside),
+            );
+            live.wait_until("cmdline", |p| std::fs::read(p).is_ok_and(|b| b.len() > 3));
+            live
+        }
+        LiveSpec::Map { path } => Live::spawn(
+            command(root.join(path))
+                .arg0("sleeper")
+                .arg("60")
+                .current_dir(outside),
+        ),
+    }
+}
+
+/// Replaces what differs between runs and machines: temp paths, run ids, pids.
+struct Redactions {
+    pairs: Vec<(String, &'static str)>,
+}
+
+impl Redactions {
+    fn new(paths: &[(&Path, &'static str)], runs: &[&str]) -> Redactions {
+        let mut pairs: Vec<(String, &'static str)> = Vec::new();
+        for (p, to) in paths {
+            pairs.push((p.to_string_lossy().into_owned(), to));
+            if let Ok(c) = p.canonicalize() {
+                pairs.push((c.to_string_lossy().into_owned(), to));
+            }
+        }
+        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]")));
+        pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+        Redactions { pairs }
+    }
+
+    fn apply(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (from, to) in &self.pairs {
+            out = out.replace(from.as_str(), to);
+        }
+        redact_pids(&out)
+    }
+}
+
+/// `pid 1234` -> `pid [PID]`.
+fn redact_pids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("pid ") {
+        out.push_str(&rest[..i + 4]);
+        rest = &rest[i + 4..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            out.push_str("[PID]");
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn render_tree(t: &Tree, red: &Redactions, copied: &[String]) -> String {
+    let rows: Vec<(String, String)> = t
+        .iter()
+        .map(|(path, node)| {
+            let rel = path.to_string_lossy().into_owned();
+            let what = match node {
+                Node::Dir => "dir".to_owned(),
+                Node::File(_) if copied.contains(&rel) => "file (a copy of sleep)".to_owned(),
+                Node::File(b) => format!("file {:>6}  {}", b.len(), &sha256_hex(b)[..12]),
+                Node::Symlink(target) => {
+                    format!("symlink -> {}", red.apply(&target.to_string_lossy()))
+                }
+                Node::Other => "other".to_owned(),
+            };
+            (rel, what)
+        })
+        .collect();
+    let width = rows.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (path, what) in rows {
+        writeln!(out, "{path:<width$}  {what}").unwrap();
+    }
+    if out.is_empty() {
+        out.push_str("(empty)\n");
+    }
+    out
+}
+
+/// A JSON-lines file with `at` replaced, one line per record.
+fn records(path: &Path, red: &Redactions) -> String {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return "(none)\n".into();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{}: line is not JSON ({e}): {line}", path.display()));
+        if let Some(at) = v.get_mut("at") {
+            *at = Value::String("[AT]".into());
+        }
+        writeln!(out, "{}", red.apply(&v.to_string())).unwrap();
+    }
+    out
+}
+
+fn pretty(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).unwrap()
+}
+
+/// A temp dir on the target's filesystem (binaries copied there can be run).
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("b1-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+fn sweep(root: &Path, state: &Path, case: &Case, dry_run: bool) -> SweepReport {
+    let mut opts = SweepOptions::new();
+    opts.roots = vec![root.to_path_buf()];
+    opts.dry_run = dry_run;
+    opts.clock = Clock::Fixed(parse_time(
+        case.doctor_now.as_deref().unwrap_or(DEFAULT_NOW),
+    ));
+    if let Some(m) = &case.min_age {
+        opts.min_age_secs = store::time::parse_duration(m).expect("min_age");
+    }
+    opts.state_dir = Some(state.to_path_buf());
+    sweep_build_dirs(&opts).unwrap_or_else(|e| panic!("sweep (dry_run: {dry_run}) failed: {e}"))
+}
+
+/// Runs one case; `None` when it cannot be set up here (a chown without root).
+fn run_case(name: &str, dir: &Path) -> Option<()> {
+    let case_path = dir.join("case.json");
+    let case: Case = serde_json::from_slice(&std::fs::read(&case_path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", case_path.display()));
+    if !case.chown.is_empty() && !am_root() {
+        eprintln!("{name}: skipped: setting a foreign owner needs root");
+        return None;
+    }
+
+    let tmp = tempdir();
+    let root = tmp.path().join("root");
+    let outside = tmp.path().join("outside");
+    let state = tmp.path().join("state");
+    copy_tree(&dir.join("root"), &root);
+    std::fs::create_dir_all(outside.join("dir")).unwrap();
+    std::fs::write(outside.join("keep"), "outside the root: never touched\n").unwrap();
+    for d in &case.empty_dirs {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for link in &case.symlinks {
+        let target = link.target.replace("[OUTSIDE]", &outside.to_string_lossy());
+        std::os::unix::fs::symlink(target, root.join(&link.path)).unwrap();
+    }
+    let mut copied = Vec::new();
+    for spec in &case.live {
+        if let LiveSpec::Map { path } = spec {
+            let to = root.join(path);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(sleep_binary(), &to).unwrap();
+            copied.push(path.clone());
+        }
+    }
+    for entry in std::fs::read_dir(&root).unwrap() {
+        set_mtime_recursive(&entry.unwrap().path(), system_time(DEFAULT_MTIME));
+    }
+    for m in &case.mtimes {
+        set_mtime_recursive(&root.join(&m.path), system_time(&m.at));
+    }
+    for c in &case.chown {
+        chown_recursive(&root.join(&c.path), c.uid)
+            .unwrap_or_else(|e| panic!("chown {}: {e}", c.path));
+    }
+    let _live: Vec<Live> = case
+        .live
+        .iter()
+        .map(|spec| start_live(spec, &root, &outside))
+        .collect();
+
+    let before = tree(&root);
+    let outside_before = tree(&outside);
+    let dry = sweep(&root, &state, &case, true);
+    assert_eq!(tree(&root), before, "the dry run changed the root");
+    assert!(!state.exists(), "a dry run creates no state directory");
+    let real = sweep(&root, &state, &case, false);
+    let after = tree(&root);
+    let second = sweep(&root, &state, &case, true);
+
+    let red = Redactions::new(
+        &[
+            (root.as_path(), "[ROOT]"),
+            (outside.as_path(), "[OUTSIDE]"),
+            (state.as_path(), "[STATE]"),
+        ],
+        &[&dry.run, &real.run, &second.run],
+    );
+    let mut snap = String::new();
+    writeln!(snap, "== dry run: human ==").unwrap();
+    snap.push_str(&red.apply(&dry.render_human()));
+    writeln!(snap, "\n== dry run: plan ==").unwrap();
+    writeln!(snap, "{}", red.apply(&pretty(&dry.plan))).unwrap();
+    writeln!(snap, "\n== real run: human ==").unwrap();
+    snap.push_str(&red.apply(&real.render_human()));
+    writeln!(snap, "\n== tree after the real run ==").unwrap();
+    snap.push_str(&render_tree(&after, &red, &copied));
+    writeln!(snap, "\n== [STATE]/build-dirs-receipts.jsonl ==").unwrap();
+    snap.push_str(&records(&state.join(doctor::sweep::RECEIPTS_FILE), &red));
+    writeln!(snap, "\n== second dry run: plan ==").unwrap();
+    writeln!(snap, "{}", red.apply(&pretty(&second.plan))).unwrap();
+
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_description(case.description.clone());
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, snap));
+
+    assert_eq!(
+        dry.plan.actions, real.plan.actions,
+        "the dry run must plan exactly what the real run applies"
+    );
+    if let Some(rule) = &case.rule {
+        for a in &dry.plan.actions {
+            assert_eq!(&a.rule, rule, "{} is planned by another rule", a.path);
+        }
+    }
+    let reclaimed: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
+    assert_eq!(reclaimed, case.expect_reclaimed, "what B1 reclaims");
+    for (o, a) in real.outcomes.iter().zip(&real.plan.actions) {
+        assert_eq!(
+            o.outcome,
+            OutcomeKind::Applied,
+            "{} was not applied: {:?}",
+            a.path,
+            o.why
+        );
+    }
+    assert_eq!(real.outcomes.len(), real.plan.actions.len());
+    let planned_bytes: u64 = real
+        .plan
+        .actions
+        .iter()
+        .map(|a| match a.precondition {
+            plan::Precondition::Tree { bytes, .. } | plan::Precondition::File { bytes, .. } => {
+                bytes
+            }
+        })
+        .sum();
+    assert_eq!(real.summary.bytes_freed, planned_bytes, "bytes freed");
+    assert!(
+        second.plan.actions.is_empty(),
+        "a second run must find nothing to do, but plans {:#?}",
+        second.plan.actions
+    );
+    // Exactly the reclaimed trees are gone; everything else is as it was.
+    for (path, node) in &before {
+        let top = path
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        if case.expect_reclaimed.iter().any(|r| *r == top) {
+            assert!(!after.contains_key(path), "{} survived", path.display());
+        } else {
+            assert_eq!(after.get(path), Some(node), "{} changed", path.display());
+        }
+    }
+    assert_eq!(
+        tree(&outside),
+        outside_before,
+        "something outside the root changed"
+    );
+    Some(())
+}
+
+#[test]
+fn fixture_cases() {
+    let root = fixtures_dir().join("build-dirs");
+    let mut cases: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 10, "fixture cases under {}", root.display());
+    let mut failed = Vec::new();
+    for (name, dir) in &cases {
+        if std::panic::catch_unwind(|| run_case(name, dir)).is_err() {
+            failed.push(name.clone());
+        }
+    }
+    assert!(failed.is_empty(), "fixture cases failed: {failed:?}");
+}
+
+// ---- the binary ------------------------------------------------------------------------
+
+/// A root with `n` leaked work directories (three hours old), each holding two files.
+fn leaked_root(n: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempdir();
+    let root = tmp.path().join("root");
+    let state = tmp.path().join("state");
+    for i in 0..n {
+        let d = root.join(format!("go-build{}", 3000 + i));
+        std::fs::create_dir_all(d.join("b001")).unwrap();
+        std::fs::write(d.join("b001/_pkg_.a"), vec![b'a'; 1000]).unwrap();
+        std::fs::write(d.join("b001/importcfg"), "packagefile fmt=x\n").unwrap();
+    }
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("marker"), "keep\n").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(3 * 3600);
+    for entry in std::fs::read_dir(&root).unwrap() {
+        set_mtime_recursive(&entry.unwrap().path(), old);
+    }
+    (tmp, root, state)
+}
+
+fn doctor(args: &[&str], state: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.arg("--sweep-build-dirs")
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("DOCTOR_NOW")
+        .env_remove("DOCTOR_FAULT_AT");
+    cmd
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command) -> Ran {
+    let out = cmd.output().expect("run doctor");
+    Ran {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../docs/schemas/{name}.schema.json")),
+    )
+    .unwrap();
+    let value: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&value)
+        .unwrap_or_else(|e| panic!("{name}.schema.json does not compile: {e}"))
+}
+
+#[track_caller]
+fn assert_valid(name: &str, instance: &Value) {
+    let v = schema(name);
+    let errs: Vec<String> = v
+        .iter_errors(instance)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errs.is_empty(),
+        "{name}.schema.json rejects a real output:\n{}\n{}",
+        errs.join("\n"),
+        pretty(instance)
+    );
+}
+
+#[test]
+fn json_output_and_receipts_follow_their_schemas_and_the_dry_run_is_the_plan() {
+    let (_tmp, root, state) = leaked_root(2);
+    let root_arg = root.to_str().unwrap();
+    let dry = run(&mut doctor(
+        &["--root", root_arg, "--dry-run", "--json"],
+        &state,
+    ));
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let dry: Value = serde_json::from_str(&dry.stdout).expect("one JSON document on stdout");
+    assert_valid("sweep-output", &dry);
+    assert_eq!(dry["plan"]["actions"].as_array().unwrap().len(), 2);
+    assert!(!state.exists(), "a dry run creates no state directory");
+
+    // The schema is no rubber stamp: it rejects what B1 must never output.
+    let rejects = |what: &str, edit: &dyn Fn(&mut Value)| {
+        let mut broken = dry.clone();
+        edit(&mut broken);
+        assert!(
+            schema("sweep-output").iter_errors(&broken).next().is_some(),
+            "sweep-output.schema.json accepts {what}"
+        );
+    };
+    rejects("a look-alike name", &|v| {
+        v["plan"]["actions"][0]["path"] = "go-build-base".into()
+    });
+    rejects("a nested path", &|v| {
+        v["plan"]["actions"][0]["path"] = "go-build1/b001".into()
+    });
+    rejects("an action without a root", &|v| {
+        v["plan"]["actions"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("root");
+    });
+    rejects("a relative root", &|v| v["roots"][0] = "tmp".into());
+    rejects("another action kind", &|v| {
+        v["plan"]["actions"][0]["action"] = "set_aside".into()
+    });
+    rejects("a summary without bytes freed", &|v| {
+        v["summary"].as_object_mut().unwrap().remove("bytes_freed");
+    });
+
+    let real = run(&mut doctor(&["--root", root_arg, "--json"], &state));
+    assert_eq!(real.code, 0, "{}", real.stderr);
+    let real: Value = serde_json::from_str(&real.stdout).unwrap();
+    assert_valid("sweep-output", &real);
+    let strip = |v: &Value| {
+        let mut actions = v["plan"]["actions"].as_array().unwrap().clone();
+        for a in &mut actions {
+            a.as_object_mut().unwrap().remove("reason"); // its age is in hours; still equal
+        }
+        actions
+    };
+    assert_eq!(
+        strip(&dry),
+        strip(&real),
+        "the dry run's plan is the real run's"
+    );
+    assert_eq!(real["summary"]["dirs_reclaimed"], 2);
+    assert_eq!(real["summary"]["bytes_freed"], 2 * (1000 + 18));
+    let receipts =
+        std::fs::read_to_string(state.join("doctor").join(doctor::sweep::RECEIPTS_FILE)).unwrap();
+    assert_eq!(receipts.lines().count(), 2);
+    for line in receipts.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_valid("receipt-line", &v);
+        assert_eq!(v["outcome"], "applied");
+        assert_eq!(v["bytes_freed"], 1018);
+        assert_eq!(v["root"], root_arg);
+    }
+    assert_eq!(
+        std::fs::read_dir(&root).unwrap().count(),
+        1,
+        "only the marker is left"
+    );
+    assert!(
+        std::fs::read_dir(state.join("doctor").join(exec::PENDING_DIR))
+            .unwrap()
+            .next()
+            .is_none(),
+        "no deletion is left pending"
+    );
+}
+
+#[test]
+fn exit_codes() {
+    let (_tmp, root, state) = leaked_root(1);
+    let root_arg = root.to_str().unwrap();
+    let check = run(&mut doctor(&["--root", root_arg, "--check"], &state));
+    assert_eq!(
+        check.code, 3,
+        "--check with pending actions: {}",
+        check.stderr
+    );
+    assert!(check.stdout.contains("would reclaim"), "{}", check.stdout);
+    assert!(root.join("go-build3000").exists(), "--check writes nothing");
+
+    let missing = run(&mut doctor(&["--root", "/nonexistent/doctor-root"], &state));
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("/nonexistent/doctor-root"),
+        "{}",
+        missing.stderr
+    );
+    let bad = run(&mut doctor(&["--min-age", "soon"], &state));
+    assert_eq!(bad.code, 2, "a bad duration is a usage error");
+    let both = run(&mut doctor(&["--repair-sessions"], &state));
+    assert_eq!(both.code, 2, "one command at a time");
+
+    // Another sweep holds the lock: nothing is written, one line, 75.
+    std::fs::create_dir_all(state.join("doctor")).unwrap();
+    let holder = Holder::spawn(&[state.join("doctor").join(doctor::sweep::LOCK_FILE)]);
+    let busy = run(&mut doctor(&["--root", root_arg], &state));
+    assert_eq!(busy.code, 75, "{}", busy.stderr);
+    assert_eq!(busy.stderr.lines().count(), 1, "{}", busy.stderr);
+    assert!(root.join("go-build3000").exists());
+    drop(holder);
+
+    let done = run(&mut doctor(&["--root", root_arg], &state));
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(!root.join("go-build3000").exists());
+    let again = run(&mut doctor(&["--root", root_arg, "--check"], &state));
+    assert_eq!(
+        again.code, 0,
+        "nothing pending after a run: {}",
+        again.stdout
+    );
+}
+
+#[test]
+fn an_unusable_proc_reclaims_nothing_and_fails() {
+    let (_tmp, root, state) = leaked_root(1);
+    let not_proc = tempdir();
+    for proc_dir in [
+        not_proc.path().to_path_buf(),
+        not_proc.path().join("missing"),
+    ] {
+        for dry_run in [true, false] {
+            let mut opts = SweepOptions::new();
+            opts.roots = vec![root.clone()];
+            opts.dry_run = dry_run;
+            opts.proc_dir = proc_dir.clone();
+            opts.state_dir = Some(state.clone());
+            let err = sweep_build_dirs(&opts).expect_err("no liveness, no sweep");
+            assert!(matches!(err, SweepError::NoProc(_)), "{err}");
+            assert_eq!(err.exit_code(), 1);
+            let msg = err.to_string();
+            assert!(msg.contains("nothing was reclaimed"), "{msg}");
+            assert!(
+                msg.contains(&proc_dir.to_string_lossy().into_owned()),
+                "{msg}"
+            );
+        }
+    }
+    assert!(root.join("go-build3000/b001/_pkg_.a").exists());
+    assert!(!state.exists(), "nothing was written");
+}
+
+#[test]
+fn the_bound_defers_the_rest_to_the_next_run() {
+    let (_tmp, root, state) = leaked_root(3);
+    let root_arg = root.to_str().unwrap();
+    let first = run(&mut doctor(
+        &["--root", root_arg, "--max-actions", "1", "--json"],
+        &state,
+    ));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let first: Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(first["plan"]["deferred"], 2);
+    assert_eq!(first["summary"]["limit_reached"], true);
+    assert_eq!(first["summary"]["dirs_reclaimed"], 1);
+    assert!(!root.join("go-build3000").exists(), "plan order: by path");
+    assert!(root.join("go-build3001").exists() && root.join("go-build3002").exists());
+    let second = run(&mut doctor(
+        &["--root", root_arg, "--max-actions", "5"],
+        &state,
+    ));
+    assert_eq!(second.code, 0);
+    assert!(!root.join("go-build3001").exists() && !root.join("go-build3002").exists());
+    assert!(root.join("marker").exists());
+}
+
+#[test]
+fn a_deletion_killed_halfway_is_finished_by_the_next_run() {
+    let (_tmp, root, state) = leaked_root(1);
+    let dir = root.join("go-build3000");
+    std::fs::create_dir_all(dir.join("b002")).unwrap();
+    std::fs::write(dir.join("b002/_pkg_.a"), vec![b'b'; 500]).unwrap();
+    std::fs::write(dir.join("b002/importcfg"), "x\n").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(3 * 3600);
+    set_mtime_recursive(&dir, old);
+    // With the state directories in place, the real run's mutations are: 1-2 the pending
+    // record (temporary file, rename), 3-5 b001 (two files, then the directory), 6 the first
+    // file of b002. Stop before 6: b001 is gone, so the tree's own mtime is now fresh.
+    std::fs::create_dir_all(state.join("doctor").join(exec::PENDING_DIR)).unwrap();
+    let mut child = doctor(&["--root", root.to_str().unwrap()], &state)
+        .env("DOCTOR_FAULT_AT", "6")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.contains("fault point: stopped before mutation 6 (delete"),
+        "{line}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !dir.join("b001").exists(),
+        "b001 was deleted before the kill"
+    );
+    assert!(
+        dir.join("b002/_pkg_.a").exists(),
+        "the kill cut the deletion short"
+    );
+    let mtime = std::fs::metadata(&dir).unwrap().modified().unwrap();
+    assert!(
+        mtime > SystemTime::now() - Duration::from_secs(600),
+        "the cut-short tree looks fresh"
+    );
+    let receipts = state.join("doctor").join(doctor::sweep::RECEIPTS_FILE);
+    assert!(!receipts.exists(), "the killed run receipted nothing");
+
+    // The next run, with the default --min-age 30m, still finishes it.
+    let dry = run(&mut doctor(
+        &["--root", root.to_str().unwrap(), "--dry-run"],
+        &state,
+    ));
+    assert!(
+        dry.stdout.contains("would reclaim") && dry.stdout.contains("finishing the deletion run"),
+        "{}",
+        dry.stdout
+    );
+    let next = run(&mut doctor(
+        &["--root", root.to_str().unwrap(), "--json"],
+        &state,
+    ));
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert!(!dir.exists(), "the next run finished the deletion");
+    let receipt: Value =
+        serde_json::from_str(std::fs::read_to_string(&receipts).unwrap().trim()).unwrap();
+    assert_eq!(receipt["outcome"], "applied");
+    assert_eq!(receipt["bytes_freed"], 502, "what was left of the tree");
+    assert!(receipt["finishes_run"].is_string(), "{receipt}");
+    assert_valid("receipt-line", &receipt);
+    assert!(
+        std::fs::read_dir(state.join("doctor").join(exec::PENDING_DIR))
+            .unwrap()
+            .next()
+            .is_none(),
+        "nothing is left pending"
+    );
+    assert!(root.join("marker").exists());
+}
+
+#[test]
+fn a_live_child_process_spares_its_directory_through_the_binary() {
+    let (_tmp, root, state) = leaked_root(2);
+    let live = Live::spawn(
+        command("sleep")
+            .arg("60")
+            .current_dir(root.join("go-build3001/b001")),
+    );
+    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!root.join("go-build3000").exists());
+    assert!(
+        root.join("go-build3001/b001/_pkg_.a").exists(),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "referenced by a live process: pid {} cwd",
+            live.pid()
+        )),
+        "{}",
+        out.stdout
+    );
+    drop(live);
+    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
+    assert_eq!(out.code, 0);
+    assert!(
+        !root.join("go-build3001").exists(),
+        "reclaimed once its process is gone"
+    );
+}

@@ -1,0 +1,222 @@
+//! Crash safety at every kill point: a real repair (the `doctor` binary) of a store with every
+//! kind of action is stopped with SIGKILL just before and just after each of its filesystem
+//! mutations (the hidden `DOCTOR_FAULT_AT` hook in the write seam). After each kill a complete
+//! rerun must reach the uninterrupted end state, nothing may be lost, and a further run must
+//! plan nothing.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{demo_with_old_artifacts, sha256_hex, tree, Node, Tree};
+
+const NOW: &str = "2026-11-29T12:00:00Z";
+
+fn doctor(s: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    c.arg("--sessions-dir")
+        .arg(s)
+        .env("DOCTOR_NOW", NOW)
+        .env_remove("DOCTOR_FAULT_AT");
+    c
+}
+
+/// Runs a repair with the fault hook at `spec`; kills it with SIGKILL when it stops there.
+/// Returns whether it was killed (false: it finished without reaching the point).
+fn repair_killed_at(s: &Path, spec: &str) -> bool {
+    let mut child = doctor(s)
+        .arg("--repair-sessions")
+        .env("DOCTOR_FAULT_AT", spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    for line in stderr.lines() {
+        if line.unwrap().contains("fault point: stopped") {
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+            return true;
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "an unfaulted run must succeed: {status}");
+    false
+}
+
+fn complete_repair(s: &Path) {
+    let out = doctor(s).arg("--repair-sessions").output().unwrap();
+    assert!(
+        out.status.success(),
+        "rerun failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn plans_nothing(s: &Path) -> bool {
+    let out = doctor(s)
+        .args(["--repair-sessions", "--dry-run", "--check"])
+        .output()
+        .unwrap();
+    out.status.code() == Some(0)
+}
+
+fn is_doctor_own(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.starts_with(".reconcile")
+        || s.starts_with(".set-aside")
+        || s.ends_with("session-unbind-receipts.jsonl")
+}
+
+fn user_tree(s: &Path) -> Tree {
+    tree(s)
+        .into_iter()
+        .filter(|(p, _)| !is_doctor_own(p))
+        .collect()
+}
+
+/// Every file under `.set-aside/<any run>/`, as (path relative to S, content hash), manifests
+/// left out.
+fn set_aside_files(s: &Path) -> BTreeSet<(PathBuf, String)> {
+    let mut out = BTreeSet::new();
+    for (p, node) in tree(s) {
+        let mut parts = p.components();
+        if parts.next().map(|c| c.as_os_str()) != Some(".set-aside".as_ref()) {
+            continue;
+        }
+        parts.next();
+        let rel: PathBuf = parts.collect();
+        if let Node::File(b) = node {
+            if rel != Path::new("MANIFEST.jsonl") {
+                out.insert((rel, sha256_hex(&b)));
+            }
+        }
+    }
+    out
+}
+
+/// The SHA-256s of earlier record versions named by manifest lines and receipts.
+fn recorded_hashes(s: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (p, node) in tree(s) {
+        let name = p.to_string_lossy();
+        if !(name.ends_with(".jsonl") && is_doctor_own(&p)) {
+            continue;
+        }
+        let Node::File(b) = node else { continue };
+        for line in String::from_utf8_lossy(&b).lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            for k in ["sha256", "previous_sha256"] {
+                if let Some(h) = v.get(k).and_then(|h| h.as_str()) {
+                    out.insert(h.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The paths whose entries differ between two trees.
+fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
+    let mut paths: BTreeSet<&PathBuf> = a.keys().collect();
+    paths.extend(b.keys());
+    paths
+        .into_iter()
+        .filter(|p| a.get(*p) != b.get(*p))
+        .cloned()
+        .collect()
+}
+
+#[track_caller]
+fn assert_nothing_lost(before: &Tree, s: &Path, point: &str) {
+    let after = tree(s);
+    let aside = set_aside_files(s);
+    let hashes = recorded_hashes(s);
+    for (path, node) in before {
+        let Node::File(bytes) = node else { continue };
+        if after.get(path) == Some(node) {
+            continue;
+        }
+        let h = sha256_hex(bytes);
+        let kept_aside = aside.contains(&(path.clone(), h.clone()));
+        let rewritten_with_receipt =
+            path.to_string_lossy().contains("/threads/") && hashes.contains(&h);
+        assert!(
+            kept_aside || rewritten_with_receipt,
+            "{point}: {} was lost (not at its path, not set aside, not a receipted rewrite)",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_kill_point_converges_and_loses_nothing() {
+    let (_tmp, pristine) = demo_with_old_artifacts();
+    let before = tree(&pristine);
+
+    // The uninterrupted run, and how many mutations it makes.
+    let reference = tempfile::tempdir().unwrap();
+    let r = reference.path().join("S");
+    common::copy_tree(&pristine, &r);
+    common::copy_mtimes(&pristine, &r);
+    complete_repair(&r);
+    assert!(plans_nothing(&r));
+    let want_user = user_tree(&r);
+    let want_aside = set_aside_files(&r);
+
+    let mut total = 0;
+    loop {
+        let t = tempfile::tempdir().unwrap();
+        let s = t.path().join("S");
+        common::copy_tree(&pristine, &s);
+        common::copy_mtimes(&pristine, &s);
+        if !repair_killed_at(&s, &(total + 1).to_string()) {
+            break;
+        }
+        total += 1;
+        assert!(total < 10_000, "the fault hook never stops firing");
+    }
+    assert!(
+        total >= 20,
+        "a run with every kind of action makes many mutations: {total}"
+    );
+
+    let mut points = 0;
+    for n in 1..=total {
+        for spec in [n.to_string(), format!("{n}:after")] {
+            let t = tempfile::tempdir().unwrap();
+            let s = t.path().join("S");
+            common::copy_tree(&pristine, &s);
+            common::copy_mtimes(&pristine, &s);
+            assert!(
+                repair_killed_at(&s, &spec),
+                "kill point {spec} was not reached"
+            );
+            assert_nothing_lost(&before, &s, &format!("right after the kill at {spec}"));
+            complete_repair(&s);
+            assert_nothing_lost(&before, &s, &format!("after the rerun of {spec}"));
+            assert_eq!(
+                user_tree(&s),
+                want_user,
+                "kill at {spec}: the rerun reaches the uninterrupted end state"
+            );
+            let aside = set_aside_files(&s);
+            let missing: Vec<_> = want_aside.difference(&aside).collect();
+            assert!(
+                missing.is_empty(),
+                "kill at {spec}: not set aside as in the uninterrupted run: {missing:?}"
+            );
+            assert!(
+                plans_nothing(&s),
+                "kill at {spec}: a further run still plans something"
+            );
+            points += 1;
+        }
+    }
+    println!("kill points run: {points}; mutations of one uninterrupted run: {total}");
+}

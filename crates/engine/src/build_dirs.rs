@@ -1,0 +1,226 @@
+//! The build-dirs planner: lists the depth-1 entries of each root through its own read-only
+//! [`Root`], hands them with the live process references to the pack's rules, then orders,
+//! bounds and seals the proposals like every pack. Its only I/O is that listing (one `lstat`
+//! per entry and one per `<entry>/.git`) and the tree digests of the planned directories.
+
+use std::path::{Path, PathBuf};
+
+use fsroot::procfs::{ProcessRefs, Reference};
+use fsroot::{EntryKind, Root};
+use plan::{Plan, Skipped};
+use store::Timestamp;
+
+use crate::seal::{self, Ordered};
+use crate::{Pack, Rule};
+
+/// The build-dirs pack: its rules see one root at a time ([`BuildContext`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BuildDirs;
+
+impl Pack for BuildDirs {
+    type Context<'a> = BuildContext<'a>;
+}
+
+/// Settings of a build-dirs run.
+#[derive(Debug, Clone)]
+pub struct BuildConfig {
+    /// `--max-actions`.
+    pub max_actions: usize,
+    /// `--min-age`, seconds.
+    pub min_age_secs: i64,
+    /// The clock's instant for this run.
+    pub now: Timestamp,
+    /// The invoking user's uid.
+    pub uid: u32,
+}
+
+/// One depth-1 entry of a root, as `lstat` saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootEntry {
+    /// Its name. Entries whose names are not UTF-8 are not listed: no tool names its work
+    /// directories that way.
+    pub name: String,
+    /// What it is (a symlink is a symlink, never followed).
+    pub kind: EntryKind,
+    /// Owner uid.
+    pub uid: u32,
+    /// Modification time, seconds since the epoch.
+    pub mtime: i64,
+    /// For a directory: whether it holds a `.git` entry; `None` when that could not be checked.
+    pub has_git: Option<bool>,
+    /// Device number (with `ino`, which directory this is).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+/// A deletion an earlier run started and did not finish (it was killed): the executor records
+/// one before it deletes and drops it after the receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interrupted {
+    /// The run that started it.
+    pub run: String,
+    /// The absolute root.
+    pub root: String,
+    /// The entry, relative to the root.
+    pub path: String,
+    /// The directory's device number when the deletion started.
+    pub dev: u64,
+    /// Its inode number.
+    pub ino: u64,
+}
+
+/// One root and its entries.
+#[derive(Debug, Clone)]
+pub struct RootListing {
+    /// The root as the run names it: absolute (the plan's `root`).
+    pub root: String,
+    /// The same root with symlinks resolved.
+    pub canonical: PathBuf,
+    /// Its depth-1 entries, sorted by name.
+    pub entries: Vec<RootEntry>,
+}
+
+/// What a build-dirs rule sees: one root's listing, the live process references and the
+/// settings. No handle: a rule cannot touch the filesystem.
+#[derive(Debug)]
+pub struct BuildContext<'a> {
+    /// The root being planned.
+    pub listing: &'a RootListing,
+    /// What live processes reference.
+    pub processes: &'a ProcessRefs,
+    /// Deletions earlier runs started and did not finish, in every root.
+    pub interrupted: &'a [Interrupted],
+    /// Settings.
+    pub config: &'a BuildConfig,
+}
+
+impl BuildContext<'_> {
+    /// A live process's reference to the entry `name` or to anything beneath it, under the
+    /// root as named or as resolved.
+    pub fn live_reference(&self, name: &str) -> Option<Reference> {
+        let named = Path::new(&self.listing.root).join(name);
+        let resolved = self.listing.canonical.join(name);
+        self.processes
+            .referencing(&named)
+            .or_else(|| self.processes.referencing(&resolved))
+    }
+
+    /// The earlier run whose deletion of this very directory (same device and inode) was cut
+    /// short, if any.
+    pub fn interrupted_by(&self, e: &RootEntry) -> Option<&str> {
+        self.interrupted
+            .iter()
+            .find(|i| {
+                i.root == self.listing.root && i.path == e.name && i.dev == e.dev && i.ino == e.ino
+            })
+            .map(|i| i.run.as_str())
+    }
+}
+
+/// An item a rule left, with its root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootSkipped {
+    /// The absolute root.
+    pub root: String,
+    /// The item, relative to the root, and why.
+    pub skipped: Skipped,
+}
+
+/// The result of planning the build-dirs pack.
+#[derive(Debug, Default)]
+pub struct BuildPlanned {
+    /// The plan, bounded; every action names its `root`.
+    pub plan: Plan,
+    /// Items rules left on purpose, in root order.
+    pub skipped: Vec<RootSkipped>,
+    /// Whether the bound cut the plan.
+    pub limit_reached: bool,
+    /// Roots that could not be listed and items that could not be digested, each naming its
+    /// path.
+    pub errors: Vec<String>,
+}
+
+/// Lists one root's depth-1 entries.
+pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
+    let mut entries = Vec::new();
+    for e in root.list(Path::new(""))? {
+        let Some(name) = e.name.to_str() else {
+            continue;
+        };
+        let Some(stat) = root.stat(Path::new(&e.name))? else {
+            continue; // gone since the listing
+        };
+        let has_git = (stat.kind == EntryKind::Dir).then(|| {
+            root.stat(&Path::new(&e.name).join(".git"))
+                .ok()
+                .map(|s| s.is_some())
+        });
+        entries.push(RootEntry {
+            name: name.to_owned(),
+            kind: stat.kind,
+            uid: stat.uid,
+            mtime: stat.mtime,
+            has_git: has_git.flatten(),
+            dev: stat.dev,
+            ino: stat.ino,
+        });
+    }
+    Ok(RootListing {
+        root: label.to_owned(),
+        canonical: root.canonical_anchor().to_path_buf(),
+        entries,
+    })
+}
+
+/// Plans the build-dirs rules over `roots` (each with the absolute name the plan gives it), in
+/// root order, then registry order, then path. A root that cannot be listed is reported in
+/// `errors` and the others are still planned.
+#[tracing::instrument(skip_all)]
+pub fn plan_build_dirs(
+    roots: &[(&str, &Root)],
+    processes: &ProcessRefs,
+    interrupted: &[Interrupted],
+    rules: &[&dyn Rule<BuildDirs>],
+    config: &BuildConfig,
+) -> BuildPlanned {
+    let mut out = BuildPlanned::default();
+    let mut ordered = Vec::new();
+    for (label, root) in roots {
+        let listing = match list_root(root, label) {
+            Ok(l) => l,
+            Err(e) => {
+                out.errors.push(e.to_string());
+                continue;
+            }
+        };
+        let cx = BuildContext {
+            listing: &listing,
+            processes,
+            interrupted,
+            config,
+        };
+        for rule in rules {
+            let mut result = rule.plan(&cx);
+            seal::order(&mut result.proposals);
+            out.errors.extend(result.counts.errors.iter().cloned());
+            out.skipped
+                .extend(result.skipped.into_iter().map(|s| RootSkipped {
+                    root: label.to_string(),
+                    skipped: s,
+                }));
+            ordered.extend(result.proposals.into_iter().map(|p| Ordered {
+                root,
+                root_label: Some(label.to_string()),
+                code: rule.code(),
+                name: rule.name(),
+                proposal: p,
+            }));
+        }
+    }
+    let sealed = seal::bound_and_seal(ordered, config.max_actions);
+    out.plan = sealed.plan;
+    out.limit_reached = sealed.limit_reached;
+    out.errors.extend(sealed.errors);
+    out
+}
