@@ -91,6 +91,21 @@ fn init_tracing() {
         .try_init();
 }
 
+/// Runs `f` with a spinner on stderr, drawn only when stderr is a terminal (never into pipes,
+/// logs or CI output), and cleared when `f` returns.
+fn with_progress<T>(message: &'static str, f: impl FnOnce() -> T) -> T {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return f();
+    }
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_message(message);
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    let out = f();
+    spinner.finish_and_clear();
+    out
+}
+
 fn print_json(value: &impl serde::Serialize) {
     let mut out = serde_json::to_string_pretty(value).expect("report serializes");
     out.push('\n');
@@ -115,7 +130,7 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<u8, RunError> {
     let clock = clock().map_err(RunError::BadPlan)?;
     if let Some(plan) = &args.apply_plan {
-        let report = doctor::apply_plan_file(plan, clock)?;
+        let report = with_progress("applying the plan", || doctor::apply_plan_file(plan, clock))?;
         if args.json {
             print_json(&report);
         } else {
@@ -137,8 +152,10 @@ fn run(args: &Args) -> Result<u8, RunError> {
     if args.restore.is_some() || args.purge_set_aside {
         opts.dry_run = args.dry_run;
         let report = match &args.restore {
-            Some(run) => doctor::restore(&opts, run, &args.items)?,
-            None => doctor::purge(&opts, args.older_than.unwrap_or_default(), args.force)?,
+            Some(run) => with_progress("restoring", || doctor::restore(&opts, run, &args.items))?,
+            None => with_progress("purging set-aside runs", || {
+                doctor::purge(&opts, args.older_than.unwrap_or_default(), args.force)
+            })?,
         };
         if args.json {
             print_json(&report);
@@ -152,7 +169,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         return Ok(u8::from(failed));
     }
     if !args.repair_sessions {
-        let status = doctor::status(&opts)?;
+        let status = with_progress("scanning", || doctor::status(&opts))?;
         if args.json {
             print_json(&status);
         } else {
@@ -160,7 +177,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         }
         return Ok(0);
     }
-    let report = doctor::repair_sessions(&opts)?;
+    let report = with_progress("repairing sessions", || doctor::repair_sessions(&opts))?;
     if let Some(path) = &args.plan_out {
         fsroot::write_standalone_file(path, &doctor::plan_file_bytes(&report))?;
     }
@@ -200,7 +217,9 @@ fn run_sweep(args: &Args) -> u8 {
     opts.dry_run = args.dry_run || args.check;
     opts.max_actions = args.max_actions;
     opts.min_age_secs = args.min_age;
-    let report = match doctor::sweep::sweep_build_dirs(&opts) {
+    let report = match with_progress("sweeping build directories", || {
+        doctor::sweep::sweep_build_dirs(&opts)
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("doctor: {e}");
