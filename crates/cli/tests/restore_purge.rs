@@ -97,7 +97,7 @@ fn repair_then_restore_gives_back_the_original_tree() {
     assert!(dry["outcomes"].as_array().unwrap().is_empty());
     assert_eq!(
         set_aside_runs(&s),
-        [run.clone()],
+        std::slice::from_ref(&run),
         "a dry restore writes nothing"
     );
 
@@ -219,7 +219,7 @@ fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
     assert_admin_valid(&out);
     assert_eq!(
         set_aside_runs(&s),
-        [second.clone()],
+        std::slice::from_ref(&second),
         "the matching run is purged, the tampered one kept"
     );
     let skipped = &out["skipped"][0];
