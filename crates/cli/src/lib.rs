@@ -115,7 +115,9 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     let run = RunId::new(config.now);
     if opts.dry_run {
         let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
-        let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+        let mut planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+        planned.interrupted_writes =
+            exec::removable_interrupted_writes(&root, &planned.interrupted_writes);
         return Ok(RepairReport::dry(
             absolute(&opts.sessions_dir),
             run,
@@ -130,15 +132,13 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
         ));
     };
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-    let cleanup_errors = exec::remove_interrupted_writes(
-        &root,
-        &lock,
-        &planned.interrupted_writes,
-        &run,
-        opts.clock,
-    );
+    let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes);
+    let (removed, cleanup_errors) =
+        exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
     applied.summary.errors.extend(cleanup_errors);
+    let mut planned = planned;
+    planned.interrupted_writes = removed;
     let report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
     finish(&root, &report, opts.clock)?;
     Ok(report)
@@ -180,6 +180,8 @@ pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunErr
             file.schema_version
         )));
     }
+    exec::check_sessions_plan(&file.plan)
+        .map_err(|e| RunError::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
     let dir = PathBuf::from(&file.sessions_dir);
     let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {

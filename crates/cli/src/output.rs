@@ -35,6 +35,8 @@ pub struct RepairReport {
     pub ignored: Vec<String>,
     /// Bindings that bind nothing the doctor may act on.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
+    /// Temporary files of interrupted doctor writes this run removes (dry run: would remove).
+    pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
 }
@@ -58,6 +60,7 @@ impl RepairReport {
             skipped: planned.skipped,
             ignored: planned.ignored,
             unusable_bindings: planned.unusable_bindings,
+            interrupted_writes: planned.interrupted_writes,
             ignored_why: planned.ignored_why,
             plan: planned.plan,
         }
@@ -79,6 +82,7 @@ impl RepairReport {
             skipped: planned.skipped,
             ignored: planned.ignored,
             unusable_bindings: planned.unusable_bindings,
+            interrupted_writes: planned.interrupted_writes,
             ignored_why: planned.ignored_why,
             plan: planned.plan,
         }
@@ -98,6 +102,7 @@ impl RepairReport {
             skipped: Vec::new(),
             ignored: Vec::new(),
             unusable_bindings: Vec::new(),
+            interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
             plan: file.plan,
         }
@@ -133,6 +138,17 @@ impl RepairReport {
                     );
                 }
             }
+        }
+        for t in &self.interrupted_writes {
+            let verb = if self.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
+            let _ = writeln!(
+                s,
+                "{verb} {t}  (temporary file of an interrupted doctor write)"
+            );
         }
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));

@@ -47,6 +47,28 @@ fn repair_killed_at(s: &Path, spec: &str) -> bool {
     false
 }
 
+/// Why each set-aside run that does not match its manifest is refused by a purge.
+fn runs_not_matching_their_manifests(s: &Path) -> Vec<String> {
+    let out = doctor(s)
+        .args([
+            "--purge-set-aside",
+            "--older-than",
+            "0s",
+            "--dry-run",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["why"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn complete_repair(s: &Path) {
     let out = doctor(s).arg("--repair-sessions").output().unwrap();
     assert!(
@@ -187,6 +209,7 @@ fn every_kill_point_converges_and_loses_nothing() {
     );
 
     let mut points = 0;
+    let mut partial_store_moves = 0;
     for n in 1..=total {
         for spec in [n.to_string(), format!("{n}:after")] {
             let t = tempfile::tempdir().unwrap();
@@ -215,8 +238,17 @@ fn every_kill_point_converges_and_loses_nothing() {
                 plans_nothing(&s),
                 "kill at {spec}: a further run still plans something"
             );
+            let unmatched = runs_not_matching_their_manifests(&s);
+            assert!(
+                unmatched.iter().all(|why| why.contains("/runtime")),
+                "kill at {spec}: set-aside runs that do not match their manifests: {unmatched:?}"
+            );
+            partial_store_moves += unmatched.len();
             points += 1;
         }
     }
-    println!("kill points run: {points}; mutations of one uninterrupted run: {total}");
+    println!(
+        "kill points run: {points}; mutations of one uninterrupted run: {total}; \
+         runs left with a partial store move (purge needs --force): {partial_store_moves}"
+    );
 }

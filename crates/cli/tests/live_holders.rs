@@ -290,3 +290,121 @@ fn an_opener_that_locks_a_moved_lock_file_reopens_the_path() {
         "nobody owns the moved file"
     );
 }
+
+#[test]
+fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path();
+    write(s, ".gone.json.doctor-tmp-4242-0", "half a document");
+    write(
+        s,
+        ".my.doctor-tmp-notes",
+        "a user's file that only looks like ours",
+    );
+    empty_store(s, "h/runtime");
+    write(
+        s,
+        "h/runtime/threads/t1.json",
+        r#"{"schema_version":1,"id":"t1"}"#,
+    );
+    write(
+        s,
+        "h/runtime/threads/.t1.json.doctor-tmp-4242-1",
+        "half a record",
+    );
+    let _host = hold(&[&s.join("h/runtime/runtime-process.owner.lock")]);
+
+    let mut opts = RepairOptions::new(s);
+    opts.dry_run = true;
+    opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
+    let dry = doctor::repair_sessions(&opts).unwrap();
+    assert_eq!(dry.interrupted_writes, [".gone.json.doctor-tmp-4242-0"]);
+    assert!(dry
+        .render_human()
+        .contains("would remove .gone.json.doctor-tmp-4242-0"));
+    assert!(
+        s.join(".gone.json.doctor-tmp-4242-0").exists(),
+        "a dry run removes nothing"
+    );
+
+    let real = repair(s);
+    assert_eq!(
+        real.interrupted_writes, dry.interrupted_writes,
+        "dry run = real run"
+    );
+    assert!(!s.join(".gone.json.doctor-tmp-4242-0").exists());
+    assert!(
+        s.join(".my.doctor-tmp-notes").exists(),
+        "not one of ours: never removed"
+    );
+    assert!(
+        s.join("h/runtime/threads/.t1.json.doctor-tmp-4242-1")
+            .exists(),
+        "inside a held store: never removed"
+    );
+    let receipts = std::fs::read_to_string(s.join(".reconcile/receipts.jsonl")).unwrap();
+    assert!(
+        receipts.contains(r#""action":"remove_temp","path":".gone.json.doctor-tmp-4242-0""#),
+        "{receipts}"
+    );
+}
+
+#[test]
+fn an_unbind_whose_session_came_back_live_after_planning_is_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path();
+    write(
+        s,
+        "host.json",
+        &format!(
+            r#"{{"schema_version":1,"metadata":{{"id":"host","title":"t","created_at":"{NOW}","updated_at":"{NOW}","runtime_store":{{"data_dir":"host/runtime"}}}},"messages":[]}}"#
+        ),
+    );
+    empty_store(s, "host/runtime");
+    write(
+        s,
+        "host/runtime/threads/th1.json",
+        r#"{"schema_version":1,"id":"th1","session_id":"gamma"}"#,
+    );
+    write(
+        s,
+        "host/runtime/turns/th1/t1.json",
+        r#"{"schema_version":1,"id":"t1","thread_id":"th1","seq":1,"status":"completed","messages":[{"role":"user","content":"q"}]}"#,
+    );
+    let mut opts = RepairOptions::new(s);
+    opts.dry_run = true;
+    opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
+    let dry = doctor::repair_sessions(&opts).unwrap();
+    let kinds: Vec<_> = dry.plan.actions.iter().map(|a| a.action).collect();
+    assert_eq!(
+        kinds,
+        [
+            plan::ActionKind::UnbindThread,
+            plan::ActionKind::RecoverThread
+        ]
+    );
+    let plan_dir = tempfile::tempdir().unwrap();
+    let plan_file = plan_dir.path().join("plan.json");
+    std::fs::write(&plan_file, doctor::plan_file_bytes(&dry)).unwrap();
+    let record = std::fs::read(s.join("host/runtime/threads/th1.json")).unwrap();
+
+    // After planning, the host opens session gamma again.
+    write(s, ".late-usage/gamma.live", "");
+    let _host = hold(&[&s.join(".late-usage/gamma.live")]);
+    let report =
+        doctor::apply_plan_file(&plan_file, Clock::Fixed(Timestamp::parse(NOW).unwrap())).unwrap();
+    let whys: Vec<_> = report
+        .outcomes
+        .iter()
+        .map(|o| o.why.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(whys, ["session is live", "changed since planned"]);
+    assert_eq!(
+        std::fs::read(s.join("host/runtime/threads/th1.json")).unwrap(),
+        record
+    );
+    assert!(
+        !s.join("th1.json").exists(),
+        "no document was recovered for a live session's thread"
+    );
+}

@@ -282,3 +282,71 @@ fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
         .unwrap()
         .contains("is missing (a partial run)")));
 }
+
+#[test]
+fn restore_never_touches_a_held_store() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
+    let run = rep["run"].as_str().unwrap().to_owned();
+    let record = s.join("beta/runtime/threads/th-lost.json");
+    let rewritten = std::fs::read(&record).unwrap();
+    let _host = common::Holder::spawn(&[s.join("beta/runtime/runtime-process.owner.lock")]);
+    let (code, out, _) = doctor(
+        &s,
+        &[
+            "--restore",
+            &run,
+            "--item",
+            "beta/runtime/threads/th-lost.json",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(out["outcomes"][0]["outcome"], "skipped", "{out:#}");
+    assert_eq!(
+        out["outcomes"][0]["why"],
+        "store is in use by another process"
+    );
+    assert_eq!(
+        std::fs::read(&record).unwrap(),
+        rewritten,
+        "the held store's record is untouched"
+    );
+}
+
+#[test]
+fn apply_plan_refuses_actions_no_sessions_rule_plans() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let digest = common::sha256_hex(&std::fs::read(s.join("alpha.json")).unwrap());
+    let bytes = std::fs::metadata(s.join("alpha.json")).unwrap().len();
+    let plan_dir = tempfile::tempdir().unwrap();
+    let plan_file = plan_dir.path().join("plan.json");
+    for (action, extra) in [("purge", ""), ("set_aside", r#","kind":"document""#)] {
+        let path = if action == "purge" {
+            "alpha.json"
+        } else {
+            "checkpoints/alpha.json"
+        };
+        let rule = if action == "purge" { "purge" } else { "R1" };
+        let plan = format!(
+            r#"{{"schema_version":1,"sessions_dir":{:?},"plan":{{"actions":[{{"seq":1,"rule":"{rule}","rule_name":"x","action":"{action}","path":"{path}"{extra},"reason":"r","precondition":{{"bytes":{bytes},"sha256":"{digest}"}}}}],"deferred":0}}}}"#,
+            s.to_string_lossy()
+        );
+        std::fs::write(&plan_file, plan).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+            .arg("--apply-plan")
+            .arg(&plan_file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{action} {path}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not an action the sessions pack plans"),
+            "{stderr}"
+        );
+    }
+    assert!(s.join("alpha.json").exists() && s.join("checkpoints/alpha.json").exists());
+    assert!(
+        !s.join(".set-aside").exists() && !s.join(".reconcile").exists(),
+        "nothing was written"
+    );
+}

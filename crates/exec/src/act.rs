@@ -143,6 +143,21 @@ impl Act<'_> {
     /// R4: rewrites the record without its binding, receipted in the store and centrally.
     pub fn unbind_thread(&self) -> Result<Extra, Refusal> {
         let (bytes, mut record) = self.read_record()?;
+        // The premise, checked again right before acting: the session it names is still gone
+        // (no document, no checkpoint) and nobody has it open.
+        if let Some(sid) = &record.session_id {
+            let live = format!("{}/{sid}.live", store::ids::LATE_USAGE_DIR);
+            if self.root.probe_lock(Path::new(&live)).map_err(fail)? == fsroot::LockProbe::Held {
+                return Err(Refusal::Skip("session is live".into()));
+            }
+            for known in [format!("{sid}.json"), format!("checkpoints/{sid}.json")] {
+                if self.root.stat(Path::new(&known)).map_err(fail)?.is_some() {
+                    return Err(Refusal::Skip(format!(
+                        "changed since planned: {known} exists"
+                    )));
+                }
+            }
+        }
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
         record.session_id = None;

@@ -300,9 +300,16 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
 
 /// Whether the contents of run `run` match its manifest, allowing items a restore took back.
 /// `Err` says what does not match.
-fn verify_run(root: &Root, run: &str, restored: &BTreeSet<String>) -> Result<(), String> {
+fn verify_run(
+    root: &Root,
+    run: &str,
+    restored: &BTreeSet<String>,
+    all_runs: &[String],
+) -> Result<(), String> {
+    // No manifest: a run killed before its first line; then it must hold nothing at all.
     let manifest = match read_manifest(root, run) {
         Ok(m) => m,
+        Err(AdminError::NoSuchRun { .. }) => Vec::new(),
         Err(e) => return Err(e.to_string()),
     };
     let mut listed: BTreeSet<String> = BTreeSet::new();
@@ -320,17 +327,30 @@ fn verify_run(root: &Root, run: &str, restored: &BTreeSet<String>) -> Result<(),
                     line.moved_to
                 ))
             }
+            // The manifest line is written before the move or copy; a run killed in between
+            // left the item where it was, so nothing of it is in the run.
+            Ok(None) if found(root, &line.original, &want).ok().flatten() == Some(want.clone()) => {}
+            // ... or the next run moved it into its own run.
+            Ok(None)
+                if all_runs.iter().filter(|r| *r != run).any(|other| {
+                    let there = format!("{SET_ASIDE_DIR}/{other}/{}", line.original);
+                    found(root, &there, &want).ok().flatten() == Some(want.clone())
+                }) => {}
             Ok(None) => return Err(format!("{} is missing (a partial run)", line.moved_to)),
             Err(e) => return Err(e.to_string()),
         }
     }
-    // Nothing may be in the run that the manifest does not account for.
+    // Nothing may be in the run that the manifest does not account for, except temporary
+    // files of a copy a kill cut short (the doctor's own, never session data).
     let top = format!("{SET_ASIDE_DIR}/{run}");
     let mut stack = vec![top.clone()];
     while let Some(dir) = stack.pop() {
         let entries = root.list(Path::new(&dir)).map_err(|e| e.to_string())?;
         for e in entries {
             let rel = format!("{dir}/{}", e.name.to_string_lossy());
+            if e.kind == EntryKind::File && store::ids::is_doctor_temp(&e.name.to_string_lossy()) {
+                continue;
+            }
             if rel == format!("{top}/MANIFEST.jsonl")
                 || listed
                     .iter()
@@ -375,7 +395,13 @@ pub fn plan_purge(
                 .map(str::to_owned)
         })
         .collect();
-    for e in root.list(Path::new(SET_ASIDE_DIR))? {
+    let entries = root.list(Path::new(SET_ASIDE_DIR))?;
+    let all_runs: Vec<String> = entries
+        .iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .filter(|n| RunId::is_valid(n))
+        .collect();
+    for e in entries {
         let name = e.name.to_string_lossy().into_owned();
         let rel = format!("{SET_ASIDE_DIR}/{name}");
         if e.kind != EntryKind::Dir || !RunId::is_valid(&name) {
@@ -394,11 +420,11 @@ pub fn plan_purge(
             out.skip(&rel, "purge", "run id has no valid time: left alone".into());
             continue;
         };
-        let age = now.0 - at.0;
+        let age = now.0.saturating_sub(at.0);
         if age < older_than {
             continue;
         }
-        let reason = match verify_run(root, &name, &restored) {
+        let reason = match verify_run(root, &name, &restored, &all_runs) {
             Ok(()) => format!("set aside {}h ago", age / 3600),
             Err(why) if force => format!("set aside {}h ago; forced although {why}", age / 3600),
             Err(why) => {

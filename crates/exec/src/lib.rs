@@ -16,10 +16,12 @@ use store::{Clock, Timestamp};
 
 mod act;
 pub mod admin;
+mod plan_check;
 mod reclaim;
 pub mod store_move;
 
 use act::{Act, Extra};
+pub use plan_check::check_sessions_plan;
 pub use reclaim::{
     acquire_sweep_lock, apply_reclaim, read_pending, PendingDeletion, ReclaimTargets, Reclaimed,
     PENDING_DIR,
@@ -62,7 +64,26 @@ impl RunId {
 }
 
 /// Takes `S/.reconcile.lock` (mode 0600, non-blocking). `Ok(None)`: another run holds it.
+///
+/// Refuses first, naming the path, when the doctor's own `.reconcile` or `.set-aside` exists as
+/// anything but a real directory (a symlink there would carry its writes elsewhere).
 pub fn acquire_reconcile_lock(root: &WritableRoot) -> fsroot::Result<Option<LockGuard>> {
+    for own in [RECONCILE_DIR, SET_ASIDE_DIR] {
+        let path = Path::new(own);
+        match root.stat(path)? {
+            Some(s) if s.kind == fsroot::EntryKind::Symlink => {
+                return Err(fsroot::Error::SymlinkInPath {
+                    path: root.display_path(path),
+                })
+            }
+            Some(s) if s.kind != fsroot::EntryKind::Dir => {
+                return Err(fsroot::Error::NotADirectory {
+                    path: root.display_path(path),
+                })
+            }
+            _ => {}
+        }
+    }
     match root.try_lock(Path::new(RECONCILE_LOCK), true, 0o600)? {
         TryLock::Acquired(g) => Ok(Some(g)),
         TryLock::Held | TryLock::Missing => Ok(None),
@@ -128,18 +149,12 @@ pub fn apply_plan(
     applied
 }
 
-/// Removes, through the one delete seam, the temporary files that interrupted atomic writes of
-/// earlier doctor runs left: `paths` from the scan (in S and in threads directories) and any in
-/// `.reconcile/`. They are the doctor's own incomplete copies, never session data; each removal
-/// is receipted. Returns the errors met.
-pub fn remove_interrupted_writes(
-    root: &WritableRoot,
-    _lock: &LockGuard,
-    paths: &[String],
-    run: &RunId,
-    clock: Clock,
-) -> Vec<String> {
-    let mut all: Vec<String> = paths.to_vec();
+/// The temporary files of interrupted doctor writes that a real run will remove: those the scan
+/// found (`scanned`: in S and in threads directories) plus any in `.reconcile/`, except this
+/// process's own, those inside a store another process holds, and those of a live session.
+/// Reads only, so a dry run lists exactly what a real run removes.
+pub fn removable_interrupted_writes(root: &fsroot::Root, scanned: &[String]) -> Vec<String> {
+    let mut all: Vec<String> = scanned.to_vec();
     if let Ok(entries) = root.list(Path::new(RECONCILE_DIR)) {
         for e in entries {
             let name = e.name.to_string_lossy();
@@ -149,10 +164,63 @@ pub fn remove_interrupted_writes(
         }
     }
     let own = format!("{}{}-", store::ids::DOCTOR_TEMP_INFIX, std::process::id());
+    all.retain(|p| !p.contains(&own) && interrupted_write_is_free(root, p));
+    all.sort();
+    all
+}
+
+/// Whether nobody holds the store or the session a temp file lies in.
+fn interrupted_write_is_free(root: &fsroot::Root, path: &str) -> bool {
+    let free = |rel: &str| {
+        matches!(
+            root.probe_lock(Path::new(rel)),
+            Ok(LockProbe::Missing | LockProbe::Free)
+        )
+    };
+    if let Some((store, _)) = path.rsplit_once("/threads/") {
+        if !free(&format!("{store}/{OWNER_LOCK}")) {
+            return false;
+        }
+    }
+    let session = match path.split_once('/') {
+        Some((first, _)) => first.to_owned(),
+        None => store::ids::doctor_temp_target(path)
+            .map(|t| t.strip_suffix(".json").unwrap_or(t).to_owned())
+            .unwrap_or_default(),
+    };
+    free(&format!("{LATE_USAGE_DIR}/{session}.live"))
+}
+
+/// Removes, through the one delete seam, the temporary files that interrupted atomic writes of
+/// earlier doctor runs left (`paths`, from [`removable_interrupted_writes`]). They are the
+/// doctor's own incomplete copies, never session data. Each is re-checked immediately before
+/// (the store's owner lock is taken for one inside a store) and each removal is receipted.
+/// Returns what was removed and the errors met.
+pub fn remove_interrupted_writes(
+    root: &WritableRoot,
+    _lock: &LockGuard,
+    paths: &[String],
+    run: &RunId,
+    clock: Clock,
+) -> (Vec<String>, Vec<String>) {
+    let mut removed = Vec::new();
     let mut errors = Vec::new();
-    for path in all.iter().filter(|p| !p.contains(&own)) {
+    for path in paths {
+        let _owner = match path.rsplit_once("/threads/") {
+            Some((store, _)) => match lock_store(root, store) {
+                Ok(g) => g,
+                Err(_) => continue,
+            },
+            None => None,
+        };
+        if !interrupted_write_is_free(root, path) {
+            continue;
+        }
         let (outcome, why, freed) = match root.remove_tree(Path::new(path)) {
-            Ok(b) => (OutcomeKind::Applied, None, b),
+            Ok(b) => {
+                removed.push(path.clone());
+                (OutcomeKind::Applied, None, b)
+            }
             Err(e) => {
                 errors.push(e.to_string());
                 (OutcomeKind::Failed, Some(e.to_string()), 0)
@@ -174,7 +242,7 @@ pub fn remove_interrupted_writes(
             errors.push(e.to_string());
         }
     }
-    errors
+    (removed, errors)
 }
 
 /// Writes `S/.reconcile/last.json` atomically.
@@ -280,6 +348,11 @@ fn store_of(action: &PlannedAction) -> Option<String> {
         }
         // A store being restored is locked where it is now, inside the set-aside run.
         ActionKind::Restore if action.kind == Some(ItemKind::RuntimeStore) => action.from.clone(),
+        // A thread record put back in place is written inside its store.
+        ActionKind::Restore if action.kind == Some(ItemKind::PreviousVersion) => action
+            .path
+            .rsplit_once("/threads/")
+            .map(|(store, _)| store.to_owned()),
         ActionKind::UnbindThread | ActionKind::RecoverThread | ActionKind::BindThread => action
             .path
             .rsplit_once("/threads/")

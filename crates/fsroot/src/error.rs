@@ -32,6 +32,18 @@ pub enum Error {
         /// The full path.
         path: PathBuf,
     },
+    /// A path whose ancestor is a symlink (never written through).
+    #[error("refusing {}: it is a symlink inside the root, never followed", path.display())]
+    SymlinkInPath {
+        /// The full path of the symlink.
+        path: PathBuf,
+    },
+    /// A path that must be a real directory is something else.
+    #[error("refusing {}: not a directory", path.display())]
+    NotADirectory {
+        /// The full path.
+        path: PathBuf,
+    },
     /// A move destination that already exists.
     #[error("refusing to move onto {}: it already exists", path.display())]
     Occupied {

@@ -292,6 +292,7 @@ impl WritableRoot {
     /// Creates `rel` and its missing parents as directories.
     pub fn create_dir_all(&self, rel: &Path) -> Result<()> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         if p.as_os_str().is_empty() {
             return Ok(());
         }
@@ -300,6 +301,28 @@ impl WritableRoot {
         }
         fault::mutation("create directory", &p, || self.dir.create_dir_all(&p))
             .map_err(|e| self.err("create directory", &p, e))
+    }
+
+    /// Refuses a path that passes through a symlink: `cap-std` keeps resolution beneath the
+    /// root but would follow a link that stays inside it, and the doctor never writes through
+    /// a symlink (store-format.md). Checked before every mutation.
+    fn check_no_symlink_ancestors(&self, p: &Path) -> Result<()> {
+        let mut prefix = PathBuf::new();
+        let parts: Vec<_> = p.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            prefix.push(part);
+            match self.dir.symlink_metadata(&prefix) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(Error::SymlinkInPath {
+                        path: self.display_path(&prefix),
+                    })
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(self.err("inspect", &prefix, e)),
+            }
+        }
+        Ok(())
     }
 
     fn sync_dir(&self, p: &Path) -> Result<()> {
@@ -316,6 +339,7 @@ impl WritableRoot {
     /// renamed over `rel`, then the directory fsynced. Parents are created as needed.
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
         let name = p
             .file_name()
@@ -353,6 +377,7 @@ impl WritableRoot {
     /// append-only manifest and receipt logs.
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
         self.create_dir_all(&parent)?;
         let mut opts = OpenOptions::new();
@@ -374,6 +399,8 @@ impl WritableRoot {
     pub fn move_item(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
+        self.check_no_symlink_ancestors(&f)?;
+        self.check_no_symlink_ancestors(&t)?;
         if self.stat(&t)?.is_some() {
             return Err(Error::occupied(&self.display_path(&t)));
         }
@@ -390,20 +417,12 @@ impl WritableRoot {
     pub fn copy_file(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
+        if self.stat(&t)?.is_some() {
+            return Err(Error::occupied(&self.display_path(&t)));
+        }
         let bytes = self.read(&f)?;
-        let parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
-        self.create_dir_all(&parent)?;
-        let mut opts = OpenOptions::new();
-        opts.write(true)
-            .create_new(true)
-            .follow(FollowSymlinks::No)
-            .mode(0o644);
-        let mut out = fault::mutation("copy", &t, || self.dir.open_with(&t, &opts))
-            .map_err(|e| self.err("create", &t, e))?;
-        out.write_all(&bytes)
-            .map_err(|e| self.err("write", &t, e))?;
-        out.sync_all().map_err(|e| self.err("sync", &t, e))?;
-        self.sync_dir(&parent)
+        // Through a temporary file and a rename, so a kill never leaves a partial copy at `to`.
+        self.write_atomic(&t, &bytes)
     }
 
     /// The one delete seam: removes the tree at `rel` (a directory, file or symlink) without
@@ -412,6 +431,7 @@ impl WritableRoot {
     /// a removal cut short leaves a smaller tree that a later call finishes.
     pub fn remove_tree(&self, rel: &Path) -> Result<u64> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         if p.as_os_str().is_empty() {
             return Err(Error::escape(rel));
         }
@@ -440,6 +460,7 @@ impl WritableRoot {
     /// not empty.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         match fault::mutation("remove directory", &p, || self.dir.remove_dir(&p)) {
             Ok(()) => Ok(true),
             Err(e)
@@ -456,6 +477,7 @@ impl WritableRoot {
     /// is set. `Ok(None)`: it does not exist (only when not asked to create it).
     pub fn open_lock_file(&self, rel: &Path, create: bool, mode: u32) -> Result<Option<LockFile>> {
         let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No);
         if create {

@@ -74,3 +74,32 @@ fn atomic_write_replaces_and_leaves_no_temp_file() {
         "no move onto an existing path"
     );
 }
+
+#[test]
+fn never_writes_through_a_symlink_inside_the_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("alpha")).unwrap();
+    std::fs::write(tmp.path().join("doc.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("alpha", tmp.path().join(".reconcile")).unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    for err in [
+        root.append(Path::new(".reconcile/receipts.jsonl"), b"x")
+            .unwrap_err(),
+        root.write_atomic(Path::new(".reconcile/last.json"), b"{}")
+            .unwrap_err(),
+        root.move_item(Path::new("doc.json"), Path::new(".reconcile/run/doc.json"))
+            .unwrap_err(),
+        root.create_dir_all(Path::new(".reconcile/x")).unwrap_err(),
+        root.copy_file(Path::new("doc.json"), Path::new(".reconcile/doc.json"))
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::SymlinkInPath { .. }), "{err}");
+        assert!(err.to_string().contains(".reconcile"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("alpha")).unwrap().count(),
+        0,
+        "nothing went through the link"
+    );
+    assert!(tmp.path().join("doc.json").exists());
+}

@@ -72,9 +72,20 @@ pub const ARTIFACT_ENTRIES: &[&str] = &[
 /// The infix of the doctor's temporary files: `.<name>.doctor-tmp-<pid>-<n>`.
 pub const DOCTOR_TEMP_INFIX: &str = ".doctor-tmp-";
 
+/// Whether a file name is exactly a temporary file of the doctor's atomic write,
+/// `.<target>.doctor-tmp-<pid>-<n>`, and if so the target's name.
+pub fn doctor_temp_target(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('.')?;
+    let at = rest.rfind(DOCTOR_TEMP_INFIX)?;
+    let (target, suffix) = (&rest[..at], &rest[at + DOCTOR_TEMP_INFIX.len()..]);
+    let (pid, n) = suffix.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (!target.is_empty() && digits(pid) && digits(n)).then_some(target)
+}
+
 /// Whether a file name is a temporary file of the doctor's atomic write.
 pub fn is_doctor_temp(name: &str) -> bool {
-    name.starts_with('.') && name.contains(DOCTOR_TEMP_INFIX)
+    doctor_temp_target(name).is_some()
 }
 
 /// Splits `text` into maximal runs of id bytes and calls `f` on each.
@@ -106,6 +117,28 @@ mod tests {
         assert!(!is_valid_id(&"a".repeat(129)));
         for bad in ["", "a.b", "a b", "..", "ä", "a/b"] {
             assert!(!is_valid_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn doctor_temp_names_are_exact() {
+        assert_eq!(
+            doctor_temp_target(".a.json.doctor-tmp-42-0"),
+            Some("a.json")
+        );
+        assert_eq!(
+            doctor_temp_target(".last.json.doctor-tmp-1-17"),
+            Some("last.json")
+        );
+        for not_ours in [
+            ".my.doctor-tmp-notes",
+            "a.json.doctor-tmp-1-2",
+            "..doctor-tmp-1-2",
+            ".a.json.doctor-tmp-1",
+            ".a.json.doctor-tmp-x-1",
+            ".a.json.doctor-tmp-1-2-3",
+        ] {
+            assert_eq!(doctor_temp_target(not_ours), None, "{not_ours}");
         }
     }
 

@@ -96,7 +96,15 @@ pub fn completed_turns(root: &Root, store: &str, tid: &str) -> fsroot::Result<Ve
             continue;
         }
         let bytes = root.read(Path::new(&format!("{dir}/{name}")))?;
-        let Ok(turn) = serde_json::from_slice::<Turn>(&bytes) else {
+        // A turn that does not validate against the published turn schema is left out, so a
+        // recovered document never carries what its own schema rejects.
+        let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        if crate::schema::first_error(crate::schema::turn_validator(), &value).is_some() {
+            continue;
+        }
+        let Ok(turn) = serde_json::from_value::<Turn>(value) else {
             continue;
         };
         if turn.schema_version <= KNOWN_SCHEMA_VERSION
@@ -129,7 +137,9 @@ pub fn build_recovered(
         messages.extend(t.messages.iter().cloned());
         match &t.usage {
             Some(u) => {
-                tokens += u.input_tokens + u.output_tokens;
+                tokens = tokens
+                    .saturating_add(u.input_tokens)
+                    .saturating_add(u.output_tokens);
                 match u.cost_usd {
                     Some(c) => {
                         usd += c;
@@ -191,6 +201,13 @@ pub fn build_recovered(
         messages,
         extra: Map::new(),
     };
+    // The recovered document must be readable by the doctor's own rule (R1), or the next run
+    // would set it aside again and recovery would never converge (for example a thread whose
+    // own timestamps are not RFC 3339).
+    let value = serde_json::to_value(&document).expect("document serializes");
+    if crate::schema::first_error(crate::schema::document_validator(), &value).is_some() {
+        return Ok(None);
+    }
     let n = turns.len() as u64;
     Ok(Some((
         Recovered {

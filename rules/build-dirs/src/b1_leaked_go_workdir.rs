@@ -120,7 +120,7 @@ fn judge(cx: &BuildContext<'_>, e: &RootEntry) -> Verdict {
     // A deletion cut short changed the directory's mtime; the run that started it had found
     // it old enough, so the next run finishes it.
     let interrupted = cx.interrupted_by(e);
-    let age = cx.config.now.0 - e.mtime;
+    let age = cx.config.now.0.saturating_sub(e.mtime);
     if interrupted.is_none() && age < 0 {
         return Verdict::Spare("changed in the future (clock skew); treated as fresh".into());
     }

@@ -47,7 +47,7 @@ impl Rule for OrphanArtifactDir {
             {
                 continue;
             }
-            let idle = cx.config.now.0 - dir.newest_mtime;
+            let idle = cx.config.now.0.saturating_sub(dir.newest_mtime);
             if cx.refs.named.contains(&dir.id) || idle < cx.config.artifact_idle_secs {
                 out.counts.artifact_dirs_kept += 1;
                 continue;
