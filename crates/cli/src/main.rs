@@ -177,7 +177,14 @@ fn run(args: &Args) -> Result<u8, RunError> {
         }
         return Ok(0);
     }
-    let report = with_progress("repairing sessions", || doctor::repair_sessions(&opts))?;
+    let report = match with_progress("repairing sessions", || doctor::repair_sessions(&opts)) {
+        Err(RunError::Busy(lock)) if args.json => {
+            // `--json` still prints one document: nothing done, skipped_concurrent set.
+            print_json(&doctor::RepairReport::busy(&opts.sessions_dir, clock.now()));
+            return Err(RunError::Busy(lock));
+        }
+        other => other?,
+    };
     if let Some(path) = &args.plan_out {
         fsroot::write_standalone_file(path, &doctor::plan_file_bytes(&report))?;
     }

@@ -88,6 +88,28 @@ impl RepairReport {
         }
     }
 
+    /// The report of a run that found `.reconcile.lock` held by another doctor run: nothing
+    /// planned, nothing written, `summary.skipped_concurrent` set.
+    pub fn busy(sessions_dir: &std::path::Path, now: store::Timestamp) -> RepairReport {
+        RepairReport {
+            schema_version: 1,
+            dry_run: false,
+            sessions_dir: crate::absolute(sessions_dir),
+            run: RunId::new(now).0,
+            plan: Plan::default(),
+            outcomes: Vec::new(),
+            summary: Summary {
+                skipped_concurrent: true,
+                ..Summary::default()
+            },
+            skipped: Vec::new(),
+            ignored: Vec::new(),
+            unusable_bindings: Vec::new(),
+            interrupted_writes: Vec::new(),
+            ignored_why: Vec::new(),
+        }
+    }
+
     pub(crate) fn from_plan_file(file: PlanFile, run: RunId, applied: Applied) -> RepairReport {
         let mut summary = merge_counts(Summary::default(), &applied.summary);
         summary.actions_deferred = file.plan.deferred;

@@ -71,7 +71,7 @@ fn dry_run_then_repair_then_check() {
     assert_eq!(code(&real), 0, "stderr: {}", text(&real.stderr));
     let stdout = text(&real.stdout);
     assert!(
-        stdout.contains("Sessions repaired: 2 recovered, 1 threads unbound, 4 unused items set aside → .set-aside/"),
+        stdout.contains("Sessions repaired: 2 recovered, 1 threads re-linked, 4 unused items set aside → .set-aside/"),
         "{stdout}"
     );
 
@@ -153,6 +153,14 @@ fn a_concurrent_run_exits_75_and_writes_nothing() {
         );
         assert!(stderr.contains("another doctor run"), "{stderr}");
         assert!(stderr.contains(".reconcile.lock"), "{stderr}");
+        if args.contains(&"--json") {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .expect("--json prints one JSON document even when busy");
+            assert_eq!(v["summary"]["skipped_concurrent"], true);
+            assert!(v["plan"]["actions"].as_array().unwrap().is_empty());
+        } else {
+            assert!(out.stdout.is_empty());
+        }
     }
 
     assert!(!s.join(".reconcile").exists(), ".reconcile/ was created");

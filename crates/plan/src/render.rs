@@ -42,11 +42,11 @@ pub fn notice_line(s: &Summary) -> Option<String> {
     if s.sessions_recovered > 0 {
         parts.push(format!("{} recovered", s.sessions_recovered));
     }
-    if s.threads_bound > 0 {
-        parts.push(format!("{} threads re-linked", s.threads_bound));
-    }
-    if s.threads_unbound > 0 {
-        parts.push(format!("{} threads unbound", s.threads_unbound));
+    // cli.md's wording: a thread unbound from a missing document (R4) and a thread bound after a
+    // crash (R3's `bind_thread`) are both re-linked.
+    let relinked = s.threads_bound + s.threads_unbound;
+    if relinked > 0 {
+        parts.push(format!("{relinked} threads re-linked"));
     }
     let set_aside = s.items_set_aside();
     if set_aside > 0 {

@@ -45,34 +45,48 @@ pub struct ReferenceSet {
 /// Resolves a `data_dir` lexically to a path relative to S, or says why it cannot be used.
 /// `anchors` are the spellings of S's absolute path (as given, canonical).
 pub fn resolve_binding(data_dir: &str, anchors: &[&Path]) -> Result<String, &'static str> {
+    const OUTSIDE: &str = "binding leads outside the sessions directory";
     let p = Path::new(data_dir);
-    let rel = if p.is_absolute() {
+    // An absolute binding is normalised first (`/s/../s/a` is `/s/a`), then taken relative to
+    // one of S's spellings; a relative one is relative to S.
+    let rel: Vec<&str> = if p.is_absolute() {
+        let abs = normalize(p, Vec::new())?;
         anchors
             .iter()
-            .find_map(|a| p.strip_prefix(a).ok())
-            .ok_or("binding leads outside the sessions directory")?
+            .find_map(|a| {
+                let anchor = normalize(a, Vec::new()).ok()?;
+                abs.strip_prefix(anchor.as_slice()).map(<[&str]>::to_vec)
+            })
+            .ok_or(OUTSIDE)?
     } else {
-        p
+        normalize(p, Vec::new())?
     };
-    let mut parts: Vec<&str> = Vec::new();
-    for c in rel.components() {
+    if rel.is_empty() {
+        return Err("binding names the sessions directory itself");
+    }
+    Ok(rel.join("/"))
+}
+
+/// The normal components of `p` after resolving `.` and `..` lexically, appended to `parts`.
+/// Climbing above the start is refused.
+fn normalize<'a>(p: &'a Path, mut parts: Vec<&'a str>) -> Result<Vec<&'a str>, &'static str> {
+    for c in p.components() {
         match c {
             Component::Normal(s) => parts.push(s.to_str().ok_or("binding is not UTF-8")?),
-            Component::CurDir => {}
+            Component::CurDir | Component::RootDir => {}
+            // `/..` is `/`; above the start of a relative path is outside.
+            Component::ParentDir if p.is_absolute() => {
+                parts.pop();
+            }
             Component::ParentDir => {
                 parts
                     .pop()
                     .ok_or("binding leads outside the sessions directory")?;
             }
-            Component::RootDir | Component::Prefix(_) => {
-                return Err("binding leads outside the sessions directory")
-            }
+            Component::Prefix(_) => return Err("binding leads outside the sessions directory"),
         }
     }
-    if parts.is_empty() {
-        return Err("binding names the sessions directory itself");
-    }
-    Ok(parts.join("/"))
+    Ok(parts)
 }
 
 impl ReferenceSet {
@@ -227,11 +241,24 @@ mod tests {
             resolve_binding("/data/sessions/x/runtime-recovered-1", &anchors),
             Ok("x/runtime-recovered-1".into())
         );
+        assert_eq!(
+            resolve_binding("/data/sessions/../sessions/./alpha/runtime", &anchors),
+            Ok("alpha/runtime".into()),
+            "an absolute binding is normalised before it is compared with S"
+        );
+        assert_eq!(
+            resolve_binding("/../data/sessions/a/runtime", &anchors),
+            Ok("a/runtime".into()),
+            "`/..` is `/`"
+        );
         for outside in [
             "/etc",
             "../../..",
             "abc/../../x",
             "/home/u/other/abc/runtime",
+            "/data/sessions/../other/alpha/runtime",
+            "/data/../../data/sessions",
+            "/../data/sessions/../x",
             "",
             ".",
         ] {

@@ -16,6 +16,13 @@ use crate::ids::{LATE_USAGE_DIR, OWNER_LOCK};
 /// How many times [`StoreOwnerLock::acquire`] reopens a lock file that moved under it.
 const REOPEN_ATTEMPTS: usize = 16;
 
+/// How many times a contended lock is tried again, [`CONTENDED_WAIT`] apart, before the owner
+/// is taken to be another process. A doctor run's liveness probe takes and releases a free lock
+/// within microseconds; these retries keep such a probe from looking like an owner.
+const CONTENDED_RETRIES: usize = 5;
+/// The pause between two tries of a contended lock.
+const CONTENDED_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The outcome of trying to own a store or a session.
 #[derive(Debug)]
 pub enum Acquired<T> {
@@ -53,7 +60,7 @@ pub struct StoreOwnerLock {
 }
 
 impl StoreOwnerLock {
-    /// Creates the store directory if needed, locks its owner lock file (non-blocking), and
+    /// Creates the store directory if needed, locks its owner lock file (without blocking: a contended lock is tried a few more times, 25 ms in all, then reported `Held`), and
     /// checks by device and inode that the locked file is still the one at the path,
     /// reopening when it moved (the doctor set the old store aside meanwhile).
     pub fn acquire(
@@ -72,7 +79,8 @@ impl StoreOwnerLock {
         after_open: &mut dyn FnMut(usize),
     ) -> fsroot::Result<Acquired<StoreOwnerLock>> {
         let lock = format!("{store}/{OWNER_LOCK}");
-        for attempt in 1..=REOPEN_ATTEMPTS {
+        let mut contended = 0;
+        for attempt in 1..=REOPEN_ATTEMPTS + CONTENDED_RETRIES {
             sessions.create_dir_all(Path::new(store))?;
             let Some(file) = sessions.open_lock_file(Path::new(&lock), true, 0o644)? else {
                 continue;
@@ -80,6 +88,11 @@ impl StoreOwnerLock {
             after_open(attempt);
             let guard = match file.try_lock()? {
                 TryLock::Acquired(g) => g,
+                TryLock::Held | TryLock::Missing if contended < CONTENDED_RETRIES => {
+                    contended += 1;
+                    std::thread::sleep(CONTENDED_WAIT);
+                    continue;
+                }
                 TryLock::Held | TryLock::Missing => return Ok(Acquired::Held),
             };
             if still_at_path(sessions, &lock, &guard)? {
@@ -136,7 +149,7 @@ pub struct LiveLease {
 }
 
 impl LiveLease {
-    /// Takes the lease of session `id` (non-blocking), creating the lease file if needed.
+    /// Takes the lease of session `id` (without blocking: a contended lease is tried a few more times, 25 ms in all), creating the lease file if needed.
     pub fn acquire(sessions: &WritableRoot, id: &str) -> fsroot::Result<Acquired<LiveLease>> {
         if !crate::ids::is_valid_id(id) {
             return Err(fsroot::Error::Escape {
@@ -145,9 +158,15 @@ impl LiveLease {
         }
         sessions.create_dir_all(Path::new(LATE_USAGE_DIR))?;
         let rel = format!("{LATE_USAGE_DIR}/{id}.live");
-        for _ in 0..REOPEN_ATTEMPTS {
+        let mut contended = 0;
+        for _ in 0..REOPEN_ATTEMPTS + CONTENDED_RETRIES {
             let guard = match sessions.try_lock(Path::new(&rel), true, 0o644)? {
                 TryLock::Acquired(g) => g,
+                TryLock::Held | TryLock::Missing if contended < CONTENDED_RETRIES => {
+                    contended += 1;
+                    std::thread::sleep(CONTENDED_WAIT);
+                    continue;
+                }
                 TryLock::Held | TryLock::Missing => return Ok(Acquired::Held),
             };
             if still_at_path(sessions, &rel, &guard)? {
