@@ -329,7 +329,8 @@ fn verify_run(
             }
             // The manifest line is written before the move or copy; a run killed in between
             // left the item where it was, so nothing of it is in the run.
-            Ok(None) if found(root, &line.original, &want).ok().flatten() == Some(want.clone()) => {}
+            Ok(None) if found(root, &line.original, &want).ok().flatten() == Some(want.clone()) => {
+            }
             // ... or the next run moved it into its own run.
             Ok(None)
                 if all_runs.iter().filter(|r| *r != run).any(|other| {
