@@ -1,0 +1,1801 @@
+//! Hostile input beyond malformed documents (those are `bad_input.rs`): malformed thread
+//! records, turns and store files; non-UTF-8 names below the top level; a 100 MB and a sparse
+//! 64 GiB document; permission-denied files and directories; symlinks (loops, and links out of
+//! S in place of a session directory, a store, a thread record, a document, a turn directory,
+//! `.set-aside`, `.reconcile` and `.reconcile.lock`); bindings to `/etc` and `../../..`; files
+//! where directories are expected and the reverse; fifos and devices; hard links to files
+//! outside S; a read-only S; ENOSPC; EXDEV.
+//!
+//! Each test is one class. Each repairs dry and for real (through the library, or the binary
+//! where a second user, a memory limit or a timeout is needed) and checks: no panic; a message
+//! that names the path; nothing lost (every file and directory of S is at its path or at its
+//! mirrored path under `.set-aside/<run>/`); the healthy session `keep` untouched; nothing
+//! outside S changed (content and mtimes of a tree of decoys that following a link would
+//! reach).
+//!
+//! Root: the tests run as root in CI, where `chmod` denies nothing. The permission tests run the
+//! real binary as user 65534 through `setpriv`; the filesystem tests (read-only S, ENOSPC,
+//! EXDEV) mount small tmpfs filesystems. Each prints why it is skipped when it cannot do so.
+
+mod common;
+mod stores;
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{mtimes, tree, Node, Tree};
+use doctor::{RepairOptions, RepairReport};
+use plan::OutcomeKind;
+use serde_json::{json, Value};
+use store::{Clock, Timestamp};
+use stores::{
+    document, empty_store, pretty, rich_store, store_with_thread, thread, turn, write, NOW,
+    RICH_ACTIONS,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+/// A temporary directory holding S and, next to it, a tree of decoys outside S: what a link
+/// out of S would reach, and what the doctor would change if it followed one.
+struct Case {
+    tmp: tempfile::TempDir,
+    s: PathBuf,
+    outside: PathBuf,
+}
+
+impl Case {
+    fn new() -> Case {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path().join("S");
+        let outside = tmp.path().join("outside");
+        Case::populate(&s, &outside);
+        Case { tmp, s, outside }
+    }
+
+    /// A case whose S lives at `s` (for example inside a mount); decoys in the temp dir.
+    fn at(s: PathBuf) -> Case {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        Case::populate(&s, &outside);
+        Case { tmp, s, outside }
+    }
+
+    fn populate(s: &Path, outside: &Path) {
+        std::fs::create_dir_all(s).unwrap();
+        // The healthy session every run must leave alone.
+        write(
+            s,
+            "keep.json",
+            pretty(&document("keep", Some("keep/runtime"))),
+        );
+        store_with_thread(s, "keep/runtime", "th-keep", Some("keep"), 1);
+        // Decoys: an empty store (R2 would move it), a thread with a dangling binding (R4
+        // would rewrite it), a torn document (R1 would move it), completed turns (R3 would
+        // read them), a session directory, and empty directories for links to lead to.
+        empty_store(outside, "store");
+        empty_store(outside, "session/runtime");
+        write(
+            outside,
+            "thread.json",
+            pretty(&thread("th-out", Some("nobody"))),
+        );
+        write(outside, "torn.json", br#"{"schema_version":1,"metadata":{"#);
+        let mut secret = turn("th-z", "t1", 1);
+        secret["messages"][0]["content"] = json!("OUTSIDE-SECRET");
+        write(outside, "turns/th-z/t1.json", pretty(&secret));
+        write(outside, "lockfile", b"");
+        std::fs::create_dir_all(outside.join("aside")).unwrap();
+        std::fs::create_dir_all(outside.join("reconcile")).unwrap();
+    }
+
+    fn outside_state(&self) -> (Tree, BTreeMap<PathBuf, i128>) {
+        (tree(&self.outside), mtimes(&self.outside))
+    }
+}
+
+/// What one class did: the dry and the real run, and S before and after.
+struct Observed {
+    dry: Result<RepairReport, String>,
+    real: Result<RepairReport, String>,
+    before: Tree,
+    after: Tree,
+}
+
+impl Observed {
+    fn dry(&self) -> &RepairReport {
+        self.dry
+            .as_ref()
+            .unwrap_or_else(|e| panic!("dry run failed: {e}"))
+    }
+    fn real(&self) -> &RepairReport {
+        self.real
+            .as_ref()
+            .unwrap_or_else(|e| panic!("real run failed: {e}"))
+    }
+    /// Everything both runs said: JSON and human reports, or the error.
+    fn said(&self) -> String {
+        format!("{}\n{}", said(&self.dry), said(&self.real))
+    }
+}
+
+fn said(r: &Result<RepairReport, String>) -> String {
+    match r {
+        Ok(report) => format!(
+            "{}\n{}",
+            serde_json::to_string(report).unwrap(),
+            report.render_human()
+        ),
+        Err(e) => e.clone(),
+    }
+}
+
+fn opts(s: &Path, dry_run: bool) -> RepairOptions {
+    let mut o = RepairOptions::new(s);
+    o.dry_run = dry_run;
+    o.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
+    o
+}
+
+/// A library repair; a panic fails the test with its message.
+fn lib(s: &Path, dry_run: bool) -> Result<RepairReport, String> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        doctor::repair_sessions(&opts(s, dry_run))
+    })) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(p) => panic!(
+            "repair (dry_run: {dry_run}) panicked: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// Runs the dry run (which must not change S), then the real run, and checks the invariants
+/// every class shares: nothing lost, `keep` untouched, nothing outside S changed.
+#[track_caller]
+fn exercise(case: &Case) -> Observed {
+    let before = tree(&case.s);
+    let outside = case.outside_state();
+    let dry = lib(&case.s, true);
+    assert_eq!(tree(&case.s), before, "the dry run changed S");
+    let real = lib(&case.s, false);
+    let after = tree(&case.s);
+    assert_nothing_lost(&before, &after);
+    assert_keep_untouched(&before, &after);
+    assert_eq!(case.outside_state(), outside, "something outside S changed");
+    Observed {
+        dry,
+        real,
+        before,
+        after,
+    }
+}
+
+/// Every entry of `before` is at its path with the same content, or at its mirrored path under
+/// `.set-aside/<some run>/`. A thread record the doctor rewrote counts as kept when its
+/// previous bytes are at the mirrored path (the `previous_version` copy).
+#[track_caller]
+fn assert_nothing_lost(before: &Tree, after: &Tree) {
+    let runs: Vec<PathBuf> = after
+        .iter()
+        .filter(|(p, n)| {
+            **n == Node::Dir
+                && p.parent() == Some(Path::new(".set-aside"))
+                && exec::RunId::is_valid(&p.file_name().unwrap().to_string_lossy())
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    for (path, node) in before {
+        // The doctor's own lock and receipts change by design.
+        if after.get(path) == Some(node)
+            || path.starts_with(".reconcile")
+            || path == Path::new(".reconcile.lock")
+        {
+            continue;
+        }
+        let found = runs.iter().any(|r| after.get(&r.join(path)) == Some(node));
+        assert!(
+            found,
+            "{} was lost: before {node:?}, now {:?}, and no set-aside run holds it",
+            path.display(),
+            after.get(path).map(short)
+        );
+    }
+}
+
+fn short(n: &Node) -> String {
+    match n {
+        Node::File(b) => format!("a file of {} bytes", b.len()),
+        other => format!("{other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_keep_untouched(before: &Tree, after: &Tree) {
+    for (p, n) in before {
+        if p.starts_with("keep") || p == Path::new("keep.json") {
+            assert_eq!(
+                after.get(p),
+                Some(n),
+                "{} of the healthy session",
+                p.display()
+            );
+        }
+    }
+}
+
+/// `text` mentions `needle`.
+#[track_caller]
+fn assert_says(text: &str, needle: &str) {
+    assert!(
+        text.contains(needle),
+        "expected a message naming {needle:?}; the runs said:\n{text}"
+    );
+}
+
+fn file(bytes: &[u8]) -> Node {
+    Node::File(bytes.to_vec())
+}
+
+/// The outcome of the action on `path` in a real run.
+fn outcome_of<'a>(report: &'a RepairReport, path: &str) -> &'a plan::Outcome {
+    let action = report
+        .plan
+        .actions
+        .iter()
+        .find(|a| a.path == path)
+        .unwrap_or_else(|| panic!("no action on {path}: {:?}", report.plan.actions));
+    report
+        .outcomes
+        .iter()
+        .find(|o| o.seq == action.seq)
+        .unwrap()
+}
+
+/// `value` nested `depth` arrays deep.
+fn nested(depth: usize) -> String {
+    format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// JSON text of `value` with `"deep": <depth-deep arrays>` as its first field.
+fn with_deep_field(value: &Value, depth: usize) -> Vec<u8> {
+    let text = serde_json::to_string(value).unwrap();
+    format!("{{\"deep\":{},{}", nested(depth), &text[1..]).into_bytes()
+}
+
+fn truncated(value: &Value) -> Vec<u8> {
+    let b = pretty(value);
+    b[..b.len() / 2].to_vec()
+}
+
+fn bom(value: &Value) -> Vec<u8> {
+    [&b"\xef\xbb\xbf"[..], &pretty(value)].concat()
+}
+
+/// `value` with the bytes of its title replaced by Latin-1 (not UTF-8).
+fn not_utf8(value: &Value) -> Vec<u8> {
+    let text = pretty(value);
+    let at = text
+        .windows(7)
+        .position(|w| w == b"\"title\"")
+        .expect("a title");
+    let start = at + text[at..].iter().position(|&b| b == b':').unwrap() + 3;
+    [&text[..start], b"Caf\xe9 cr\xe8me ", &text[start..]].concat()
+}
+
+fn symlink(target: impl AsRef<Path>, at: &Path) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+fn mkfifo(at: &Path) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let ok = Command::new("mkfifo")
+        .arg(at)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", at.display());
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        == 0
+}
+
+// --- The real binary, as another user, under a memory limit, with a timeout. ----------------
+
+struct BinOut {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+}
+
+/// Runs `doctor --repair-sessions --sessions-dir S --json [--dry-run]`, optionally as user
+/// 65534 (`setpriv`) and with an address-space limit (`prlimit`), killed after `timeout`.
+fn doctor_bin(
+    s: &Path,
+    dry_run: bool,
+    nobody: bool,
+    mem_limit: Option<u64>,
+    timeout: Duration,
+) -> BinOut {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(limit) = mem_limit {
+        argv.extend(["prlimit".into(), format!("--as={limit}"), "--".into()]);
+    }
+    if nobody {
+        argv.extend(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ]
+            .map(String::from),
+        );
+    }
+    argv.push(env!("CARGO_BIN_EXE_doctor").into());
+    argv.extend(["--repair-sessions", "--json", "--sessions-dir"].map(String::from));
+    argv.push(s.to_string_lossy().into_owned());
+    if dry_run {
+        argv.push("--dry-run".into());
+    }
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("DOCTOR_NOW", NOW)
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {argv:?}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let readers = (
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        }),
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }),
+    );
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    BinOut {
+        code: status.code(),
+        stdout: readers.0.join().unwrap(),
+        stderr: readers.1.join().unwrap(),
+        timed_out,
+    }
+}
+
+/// Whether the doctor binary can be run as user 65534: root, `setpriv`, and a binary that user
+/// may reach (a build under a private home directory may not be).
+fn setpriv_works() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        is_root()
+            && Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(env!("CARGO_BIN_EXE_doctor"))
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    })
+}
+
+/// Whether user 65534 may reach `dir` (a private temporary directory's parents may stop it).
+fn nobody_can_reach(dir: &Path) -> bool {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "test",
+            "-x",
+        ])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `chown -R 65534:65534`.
+fn give_to_nobody(p: &Path) {
+    std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    if std::fs::symlink_metadata(p).unwrap().is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            give_to_nobody(&e.unwrap().path());
+        }
+    }
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+// --- Mounts. ---------------------------------------------------------------------------------
+
+/// A mounted filesystem, unmounted on drop (lazily if busy).
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+fn mount_cmd(args: &[&OsStr]) -> bool {
+    Command::new("mount")
+        .args(args)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Mounts a tmpfs with `options` at `at` (created).
+fn tmpfs(at: &Path, options: &str) -> Option<Mount> {
+    std::fs::create_dir_all(at).unwrap();
+    mount_cmd(&[
+        "-t".as_ref(),
+        "tmpfs".as_ref(),
+        "-o".as_ref(),
+        options.as_ref(),
+        "tmpfs".as_ref(),
+        at.as_os_str(),
+    ])
+    .then(|| Mount(at.to_path_buf()))
+}
+
+/// Whether this process may mount filesystems; prints why not, for the skipping test.
+fn can_mount(class: &str) -> bool {
+    static OK: OnceLock<Result<(), String>> = OnceLock::new();
+    let ok = OK.get_or_init(|| {
+        if !is_root() {
+            return Err("not running as root".into());
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        match tmpfs(&tmp.path().join("m"), "size=1m") {
+            Some(_m) => Ok(()),
+            None => Err("mount -t tmpfs is not permitted here".into()),
+        }
+    });
+    match ok {
+        Ok(()) => true,
+        Err(why) => {
+            println!("SKIPPED {class}: {why}");
+            false
+        }
+    }
+}
+
+/// `stat -f` of the filesystem holding `p`: (free inodes, free blocks, block size).
+fn fs_free(p: &Path) -> (u64, u64, u64) {
+    let out = Command::new("stat")
+        .args(["-f", "-c", "%d %f %S"])
+        .arg(p)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    (v[0], v[1], v[2])
+}
+
+fn receipts(s: &Path) -> Vec<Value> {
+    std::fs::read_to_string(s.join(".reconcile/receipts.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1-4. Malformed thread records: truncated, non-UTF-8, BOM, 500-deep nesting.
+// ---------------------------------------------------------------------------------------------
+
+/// A store `t/runtime` with the thread record `th-t` replaced by `bytes` and a turn: the record
+/// is unreadable, so it is counted, left in place, and its store is kept (it holds work).
+fn unreadable_thread_record(bytes: Vec<u8>) -> Observed {
+    let c = Case::new();
+    store_with_thread(&c.s, "t/runtime", "th-t", None, 1);
+    write(&c.s, "t/runtime/threads/th-t.json", &bytes);
+    let o = exercise(&c);
+    assert_eq!(o.dry().summary.threads_unreadable, 1, "{}", o.said());
+    assert!(o.dry().plan.actions.is_empty(), "{:?}", o.dry().plan);
+    assert_eq!(o.real().summary.stores_kept_with_work, 1);
+    assert_eq!(
+        o.after.get(Path::new("t/runtime/threads/th-t.json")),
+        Some(&file(&bytes))
+    );
+    o
+}
+
+const TORN_THREAD: &str = "t/runtime/threads/th-t.json";
+
+#[test]
+fn c01_thread_record_truncated() {
+    unreadable_thread_record(truncated(&thread("th-t", Some("gone"))));
+}
+
+#[test]
+fn c02_thread_record_not_utf8() {
+    unreadable_thread_record(not_utf8(&thread("th-t", Some("gone"))));
+}
+
+#[test]
+fn c03_thread_record_with_a_byte_order_mark() {
+    unreadable_thread_record(bom(&thread("th-t", Some("gone"))));
+}
+
+#[test]
+fn c04_thread_record_nested_500_deep() {
+    unreadable_thread_record(with_deep_field(&thread("th-t", Some("gone")), 500));
+}
+
+/// invariants.md: bad input "is reported with its path and reason". An unreadable thread record
+/// is only counted in `threads_unreadable`; no message names it.
+#[test]
+#[ignore = "library bug: an unreadable thread record is counted (threads_unreadable) but no message names its path or reason"]
+fn c01_to_c04_unreadable_thread_records_are_named() {
+    for bytes in [
+        truncated(&thread("th-t", None)),
+        not_utf8(&thread("th-t", None)),
+        bom(&thread("th-t", None)),
+        with_deep_field(&thread("th-t", None), 500),
+    ] {
+        let o = unreadable_thread_record(bytes);
+        assert_says(&o.said(), TORN_THREAD);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Malformed turns of an orphan thread.
+// ---------------------------------------------------------------------------------------------
+
+fn orphan_with_bad_turns() -> (Case, Vec<(&'static str, Vec<u8>)>) {
+    let c = Case::new();
+    store_with_thread(&c.s, "o/runtime", "th-o", None, 1);
+    let bad = vec![
+        ("t2", truncated(&turn("th-o", "t2", 2))),
+        (
+            "t3",
+            not_utf8(&json!({"title": "x", "turn": turn("th-o", "t3", 3)})),
+        ),
+        ("t4", bom(&turn("th-o", "t4", 4))),
+        ("t5", with_deep_field(&turn("th-o", "t5", 5), 500)),
+    ];
+    for (id, bytes) in &bad {
+        write(&c.s, &format!("o/runtime/turns/th-o/{id}.json"), bytes);
+    }
+    (c, bad)
+}
+
+#[test]
+fn c05_turns_truncated_not_utf8_bom_and_500_deep() {
+    let (c, bad) = orphan_with_bad_turns();
+    let o = exercise(&c);
+    // The thread is recovered from its one good turn; the bad turns stay where they are.
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 1, "{:?}", real.plan);
+    assert_eq!(
+        outcome_of(real, "o/runtime/threads/th-o.json").outcome,
+        OutcomeKind::Applied
+    );
+    let Some(Node::File(doc)) = o.after.get(Path::new("th-o.json")) else {
+        panic!("th-o.json was not recovered");
+    };
+    let doc: Value = serde_json::from_slice(doc).unwrap();
+    assert_eq!(doc["messages"], turn("th-o", "t1", 1)["messages"]);
+    for (id, bytes) in &bad {
+        let p = PathBuf::from(format!("o/runtime/turns/th-o/{id}.json"));
+        assert_eq!(o.after.get(&p), Some(&file(bytes)), "{}", p.display());
+    }
+}
+
+#[test]
+#[ignore = "library bug: turns that do not parse are silently left out of a recovery; no message names them"]
+fn c05_bad_turns_are_named() {
+    let (c, bad) = orphan_with_bad_turns();
+    let o = exercise(&c);
+    for (id, _) in &bad {
+        assert_says(&o.said(), &format!("o/runtime/turns/th-o/{id}.json"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Malformed store files: state.json truncated or 500 deep, owner.json with a BOM.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn c06_store_files_truncated_500_deep_and_with_a_bom() {
+    let c = Case::new();
+    empty_store(&c.s, "a/runtime");
+    write(
+        &c.s,
+        "a/runtime/state.json",
+        br#"{"schema_version":1,"next_s"#,
+    );
+    empty_store(&c.s, "b/runtime");
+    write(
+        &c.s,
+        "b/runtime/state.json",
+        with_deep_field(&json!({"schema_version": 1, "next_seq": 1}), 500),
+    );
+    empty_store(&c.s, "c/runtime");
+    write(
+        &c.s,
+        "c/runtime/owner.json",
+        bom(&json!({"owner_id": "owner_1"})),
+    );
+    let o = exercise(&c);
+    let said = o.said();
+    for p in [
+        "a/runtime/state.json",
+        "b/runtime/state.json",
+        "c/runtime/owner.json",
+    ] {
+        assert_says(&said, p);
+    }
+    // A store whose state cannot be read may hold work: kept. A store whose owner.json cannot
+    // be read is still an empty store: set aside whole, the unreadable file with it.
+    let paths: Vec<&str> = o
+        .real()
+        .plan
+        .actions
+        .iter()
+        .map(|a| a.path.as_str())
+        .collect();
+    assert_eq!(paths, ["c/runtime"], "{said}");
+    assert_eq!(o.real().outcomes[0].outcome, OutcomeKind::Applied);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7-9. Nesting and size of documents.
+// ---------------------------------------------------------------------------------------------
+
+/// A document 500 levels deep in an unknown field is valid JSON that serde_json (recursion
+/// limit 128) refuses: it is judged unreadable and set aside whole, with the reason. (bad_input
+/// covers 10 000 and 100 000 levels.)
+#[test]
+fn c07_document_nested_500_deep() {
+    let c = Case::new();
+    let bytes = with_deep_field(&document("deep", None), 500);
+    write(&c.s, "deep.json", &bytes);
+    let o = exercise(&c);
+    let a = &o.real().plan.actions;
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].path, "deep.json");
+    assert!(a[0].reason.contains("recursion limit"), "{}", a[0].reason);
+    let run = &o.real().run;
+    assert_eq!(
+        o.after
+            .get(&PathBuf::from(format!(".set-aside/{run}/deep.json"))),
+        Some(&file(&bytes))
+    );
+}
+
+/// A 100 MB readable document is kept; a 100 MB torn one is set aside; the whole class, with
+/// two scans of 200 MB and the before/after trees, stays well under 10 s.
+#[test]
+fn c08_document_of_100_mb() {
+    let start = Instant::now();
+    let c = Case::new();
+    // Built as bytes: serializing a 100 MB string through a `Value` takes seconds.
+    let small = String::from_utf8(pretty(&document("big", None))).unwrap();
+    let (head, tail) = small.split_at(small.find("hello from big").unwrap());
+    let mut big = Vec::with_capacity(100 << 20 | 4096);
+    big.extend_from_slice(head.as_bytes());
+    big.resize(big.len() + (100 << 20), b'y');
+    big.extend_from_slice(tail.as_bytes());
+    write(&c.s, "big.json", &big);
+    write(&c.s, "bigtorn.json", &big[..big.len() - 3]);
+    let o = exercise(&c);
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 1, "{:?}", real.plan);
+    assert_eq!(real.plan.actions[0].path, "bigtorn.json");
+    assert_eq!(real.outcomes[0].outcome, OutcomeKind::Applied);
+    assert_eq!(o.after.get(Path::new("big.json")), Some(&file(&big)));
+    let elapsed = start.elapsed();
+    println!("100 MB documents: {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+}
+
+/// A sparse 64 GiB file named like a document (and one in place of a thread record): the doctor
+/// must not try to hold it in memory. Run by the binary under a 4 GiB address-space limit, so a
+/// whole-file read fails cleanly instead of taking the machine down.
+#[test]
+fn c09_sparse_64_gib_document_and_thread_record() {
+    if !Command::new("prlimit")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        println!("SKIPPED c09: prlimit (util-linux) is needed to cap the doctor's memory");
+        return;
+    }
+    let c = Case::new();
+    let size = 64u64 << 30;
+    for rel in ["huge.json", "h/runtime/threads/th-h.json"] {
+        let p = c.s.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let f = std::fs::File::create(&p).unwrap();
+        if f.set_len(size).is_err() {
+            println!("SKIPPED c09: the filesystem refuses a sparse 64 GiB file");
+            return;
+        }
+    }
+    let before_outside = c.outside_state();
+    for dry in [true, false] {
+        let out = doctor_bin(&c.s, dry, false, Some(4 << 30), Duration::from_secs(120));
+        assert!(!out.timed_out, "doctor took longer than 120 s");
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert_says(&out.stdout, "huge.json");
+        assert_says(&out.stdout, "h/runtime/threads/th-h.json");
+        assert_says(&out.stdout, "out of memory");
+    }
+    assert_eq!(
+        std::fs::metadata(c.s.join("huge.json")).unwrap().len(),
+        size
+    );
+    assert_eq!(
+        std::fs::metadata(c.s.join("h/runtime/threads/th-h.json"))
+            .unwrap()
+            .len(),
+        size
+    );
+    assert_eq!(c.outside_state(), before_outside);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10-13. Names that are not UTF-8 below the top level (bad_input covers a top-level file).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn c10_non_utf8_session_directory_name() {
+    let c = Case::new();
+    let dir = c.s.join(OsStr::from_bytes(b"sess-\xff\xfe"));
+    empty_store(&dir, "runtime");
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    assert_says(&o.said(), "sess-\u{fffd}\u{fffd}");
+    assert_says(&o.said(), "name is not UTF-8");
+    assert_eq!(
+        o.after.len(),
+        o.before.len() + 3,
+        "only the doctor's files are new"
+    );
+}
+
+#[test]
+fn c11_non_utf8_name_in_threads() {
+    let c = Case::new();
+    empty_store(&c.s, "n/runtime");
+    let name =
+        c.s.join("n/runtime/threads")
+            .join(OsStr::from_bytes(b"th-\xff.json"));
+    std::fs::create_dir_all(name.parent().unwrap()).unwrap();
+    std::fs::write(&name, pretty(&thread("th-x", Some("gone")))).unwrap();
+    let o = exercise(&c);
+    // The store holds work it cannot read as a thread: it is kept, the entry reported.
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    assert_says(&o.said(), "n/runtime/threads/th-\u{fffd}.json");
+    assert_eq!(o.real().summary.stores_kept_with_work, 1);
+}
+
+#[test]
+fn c12_non_utf8_names_in_turns() {
+    let c = Case::new();
+    store_with_thread(&c.s, "o/runtime", "th-o", None, 1);
+    let turns = c.s.join("o/runtime/turns");
+    let odd_turn = turns.join("th-o").join(OsStr::from_bytes(b"t\xff.json"));
+    std::fs::write(&odd_turn, pretty(&turn("th-o", "t9", 9))).unwrap();
+    let odd_dir = turns.join(OsStr::from_bytes(b"th-\xfe"));
+    std::fs::create_dir_all(&odd_dir).unwrap();
+    std::fs::write(odd_dir.join("t1.json"), pretty(&turn("th-o", "t1", 1))).unwrap();
+    let o = exercise(&c);
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 1, "{:?}", real.plan);
+    assert_eq!(real.outcomes[0].outcome, OutcomeKind::Applied);
+    // Recovered from the one turn with a valid name; the others are left as they were.
+    let Some(Node::File(doc)) = o.after.get(Path::new("th-o.json")) else {
+        panic!("th-o.json was not recovered");
+    };
+    let doc: Value = serde_json::from_slice(doc).unwrap();
+    assert_eq!(doc["messages"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn c13_non_utf8_name_inside_a_store_that_is_set_aside() {
+    let c = Case::new();
+    empty_store(&c.s, "e/runtime");
+    let odd =
+        c.s.join("e/runtime")
+            .join(OsStr::from_bytes(b"cache-\xff\xfe.bin"));
+    std::fs::write(&odd, b"\x00\x01opaque").unwrap();
+    let o = exercise(&c);
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 1);
+    assert_eq!(real.outcomes[0].outcome, OutcomeKind::Applied);
+    let moved = PathBuf::from(format!(".set-aside/{}/e/runtime", real.run))
+        .join(OsStr::from_bytes(b"cache-\xff\xfe.bin"));
+    assert_eq!(o.after.get(&moved), Some(&file(b"\x00\x01opaque")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 14-16. Permission-denied files and directories.
+// ---------------------------------------------------------------------------------------------
+
+/// As root, mode 000 denies nothing (CAP_DAC_OVERRIDE): what root sees is the content, and the
+/// doctor judges it as any other file. A torn document of mode 000 is set aside with its mode;
+/// a readable one is kept; an empty store in a directory of mode 000 is set aside.
+#[test]
+fn c14_mode_000_as_root_is_judged_by_content() {
+    if !is_root() {
+        println!("SKIPPED c14: not root (c15 and c16 cover an ordinary user)");
+        return;
+    }
+    let c = Case::new();
+    write(&c.s, "locked.json", b"{\"torn\":");
+    write(&c.s, "fine.json", pretty(&document("fine", None)));
+    empty_store(&c.s, "pd/runtime");
+    chmod(&c.s.join("locked.json"), 0o000);
+    chmod(&c.s.join("fine.json"), 0o000);
+    chmod(&c.s.join("pd"), 0o000);
+    let o = exercise(&c);
+    let real = o.real();
+    let mut paths: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["locked.json", "pd/runtime"], "{}", o.said());
+    let moved = c.s.join(format!(".set-aside/{}/locked.json", real.run));
+    assert_eq!(std::fs::metadata(moved).unwrap().mode() & 0o777, 0);
+    chmod(&c.s.join("pd"), 0o755);
+}
+
+/// As user 65534 (the real binary through `setpriv`): a document and a thread record it may
+/// not read are reported with their path and left alone; the rest of the run goes on.
+#[test]
+fn c15_permission_denied_files_as_an_ordinary_user() {
+    if !setpriv_works() {
+        println!("SKIPPED c15: needs root, setpriv, and a doctor binary user 65534 may run");
+        return;
+    }
+    let c = Case::new();
+    chmod(c.tmp.path(), 0o755);
+    if !nobody_can_reach(c.tmp.path()) {
+        println!("SKIPPED c15: user 65534 cannot reach the temporary directory");
+        return;
+    }
+    write(&c.s, "torn.json", b"{\"torn\":");
+    store_with_thread(&c.s, "sx/runtime", "th-sx", Some("gone"), 1);
+    give_to_nobody(&c.s);
+    // Owned by root, mode 0600: user 65534 may not read them.
+    write(&c.s, "secret.json", b"{\"also torn\":");
+    std::os::unix::fs::chown(c.s.join("secret.json"), Some(0), Some(0)).unwrap();
+    chmod(&c.s.join("secret.json"), 0o600);
+    let rec = c.s.join("sx/runtime/threads/th-sx.json");
+    std::os::unix::fs::chown(&rec, Some(0), Some(0)).unwrap();
+    chmod(&rec, 0o600);
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let dry = doctor_bin(&c.s, true, true, None, Duration::from_secs(60));
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    let real = doctor_bin(&c.s, false, true, None, Duration::from_secs(60));
+    assert_eq!(real.code, Some(0), "{}\n{}", real.stdout, real.stderr);
+    for out in [&dry, &real] {
+        assert_says(&out.stdout, "secret.json: Permission denied");
+        assert_says(
+            &out.stdout,
+            "sx/runtime/threads/th-sx.json: Permission denied",
+        );
+    }
+    let report: Value = serde_json::from_str(&real.stdout).unwrap();
+    let paths: Vec<&str> = report["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["torn.json"], "only what it could read is planned");
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    assert_eq!(
+        after.get(Path::new("secret.json")),
+        before.get(Path::new("secret.json"))
+    );
+    assert_eq!(c.outside_state(), outside);
+}
+
+/// As user 65534: a session directory and a threads directory it may not list are reported
+/// and nothing in them is touched; a store whose directory it may read but not write is
+/// planned, and its move fails cleanly (EACCES), with nothing moved.
+#[test]
+fn c16_permission_denied_directories_as_an_ordinary_user() {
+    if !setpriv_works() {
+        println!("SKIPPED c16: needs root, setpriv, and a doctor binary user 65534 may run");
+        return;
+    }
+    let c = Case::new();
+    chmod(c.tmp.path(), 0o755);
+    if !nobody_can_reach(c.tmp.path()) {
+        println!("SKIPPED c16: user 65534 cannot reach the temporary directory");
+        return;
+    }
+    empty_store(&c.s, "pdir/runtime");
+    store_with_thread(&c.s, "q/runtime", "th-q", Some("gone"), 1);
+    empty_store(&c.s, "r/runtime");
+    give_to_nobody(&c.s);
+    for (dir, mode) in [
+        ("pdir", 0o700),
+        ("q/runtime/threads", 0o700),
+        ("r/runtime", 0o755),
+    ] {
+        std::os::unix::fs::chown(c.s.join(dir), Some(0), Some(0)).unwrap();
+        chmod(&c.s.join(dir), mode);
+    }
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let dry = doctor_bin(&c.s, true, true, None, Duration::from_secs(60));
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    assert_says(&dry.stdout, "pdir: Permission denied");
+    assert_says(&dry.stdout, "q/runtime/threads: Permission denied");
+    let real = doctor_bin(&c.s, false, true, None, Duration::from_secs(60));
+    // The one failed action makes the exit code 1 (cli.md); the failure names the store.
+    assert_eq!(real.code, Some(1), "{}\n{}", real.stdout, real.stderr);
+    let report: Value = serde_json::from_str(&real.stdout).unwrap();
+    let actions = report["plan"]["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{report:#}");
+    assert_eq!(actions[0]["path"], "r/runtime");
+    assert_eq!(report["outcomes"][0]["outcome"], "failed");
+    let why = report["outcomes"][0]["why"].as_str().unwrap();
+    assert!(
+        why.contains("r/runtime") && why.contains("Permission denied"),
+        "{why}"
+    );
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    for p in before
+        .keys()
+        .filter(|p| p.starts_with("r") || p.starts_with("pdir") || p.starts_with("q"))
+    {
+        assert_eq!(after.get(p), before.get(p), "{}", p.display());
+    }
+    assert_eq!(c.outside_state(), outside);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 17-25. Symlinks: loops, and links out of S in place of each kind of item.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn c17_symlink_loops_inside_a_store_and_at_the_top() {
+    let c = Case::new();
+    store_with_thread(&c.s, "l/runtime", "th-l", None, 0);
+    symlink("loop.json", &c.s.join("l/runtime/threads/loop.json"));
+    symlink("th-l", &c.s.join("l/runtime/turns/th-l"));
+    symlink("runtime-recovered-1", &c.s.join("l/runtime-recovered-1"));
+    symlink("ring-b", &c.s.join("ring-a"));
+    symlink("ring-a", &c.s.join("ring-b"));
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    let said = o.said();
+    for p in [
+        "l/runtime/threads/loop.json",
+        "l/runtime-recovered-1",
+        "ring-a",
+        "ring-b",
+    ] {
+        assert_says(&said, p);
+    }
+    assert!(!said.contains("many levels of symbolic links"), "{said}");
+}
+
+#[test]
+fn c18_symlink_out_of_s_in_place_of_a_session_directory() {
+    let c = Case::new();
+    symlink(c.outside.join("session"), &c.s.join("away"));
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    assert_says(&o.said(), "ignored away  (symlink (never followed))");
+}
+
+#[test]
+fn c19_symlink_out_of_s_in_place_of_a_store() {
+    let c = Case::new();
+    symlink(c.outside.join("store"), &c.s.join("x/runtime"));
+    write(&c.s, "x.json", pretty(&document("x", Some("x/runtime"))));
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    let said = o.said();
+    assert_says(&said, "ignored x/runtime  (symlink (never followed))");
+    assert_says(&said, "binding of x.json to \"x/runtime\" binds nothing");
+}
+
+#[test]
+fn c20_symlink_out_of_s_in_place_of_a_thread_record() {
+    let c = Case::new();
+    store_with_thread(&c.s, "y/runtime", "th-y", Some("gone"), 0);
+    symlink(
+        c.outside.join("thread.json"),
+        &c.s.join("y/runtime/threads/th-out.json"),
+    );
+    let o = exercise(&c);
+    // The real thread with a dangling binding is unbound; the link is neither read nor
+    // rewritten.
+    let real = o.real();
+    let paths: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
+    assert_eq!(paths, ["y/runtime/threads/th-y.json"]);
+    assert_says(&o.said(), "y/runtime/threads/th-out.json");
+}
+
+/// A symlink out of S named `gone.json`, to a torn document (following the link would set the
+/// target aside), next to a store whose thread is bound to `gone`. The link is listed as ignored
+/// and neither it nor its target is touched.
+#[test]
+fn c21_symlink_out_of_s_in_place_of_a_document() {
+    // bad_input links x.json to a readable document; here the target is torn.
+    let c = linked_document();
+    let o = exercise(&c);
+    assert_says(&o.said(), "ignored gone.json  (symlink (never followed))");
+    let real = o.real();
+    assert!(real.plan.actions.iter().all(|a| a.path != "gone.json"));
+    assert_eq!(
+        o.after.get(Path::new("gone.json")),
+        o.before.get(Path::new("gone.json"))
+    );
+}
+
+fn linked_document() -> Case {
+    let c = Case::new();
+    symlink(c.outside.join("torn.json"), &c.s.join("gone.json"));
+    store_with_thread(&c.s, "g/runtime", "th-g", Some("gone"), 1);
+    c
+}
+
+/// store-format.md: a symlink is never a document. So the thread bound to `gone` names no known
+/// session: the dry run plans R4 and R3 for it, and the real run must do what the dry run
+/// planned, after which a further run plans nothing.
+#[test]
+#[ignore = "library bug: the executor's re-check of R4 counts any entry at <sid>.json (here a symlink) as the document, while planning ignores it: the unbind is planned by every run and skipped by every run"]
+fn c21_a_link_named_like_a_document_is_no_document_and_the_repair_converges() {
+    let c = linked_document();
+    let o = exercise(&c);
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 2, "{}", o.said());
+    for out in &real.outcomes {
+        assert_eq!(out.outcome, OutcomeKind::Applied, "{out:?}");
+    }
+    let again = lib(&c.s, true).unwrap();
+    assert!(again.plan.actions.is_empty(), "{:?}", again.plan);
+}
+
+#[test]
+fn c22_symlink_out_of_s_in_place_of_a_turn_directory() {
+    let c = Case::new();
+    store_with_thread(&c.s, "z/runtime", "th-z", None, 0);
+    symlink(
+        c.outside.join("turns/th-z"),
+        &c.s.join("z/runtime/turns/th-z"),
+    );
+    let o = exercise(&c);
+    // The turns behind the link are not read: the thread has nothing recoverable.
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    for (p, n) in &o.after {
+        if let Node::File(b) = n {
+            assert!(
+                !String::from_utf8_lossy(b).contains("OUTSIDE-SECRET"),
+                "{} holds content read through the link",
+                p.display()
+            );
+        }
+    }
+}
+
+/// A real run on the rich store with an unusable `.set-aside`: refused before acting, naming
+/// it, or run with no action applied (the first action on each path failed naming
+/// `.set-aside`; a later one on the same path, R3 after R4's failed unbind, was skipped because
+/// the record is not what the plan expected, or failed the same way). S is unchanged apart from
+/// the doctor's own lock and receipts.
+#[track_caller]
+fn assert_set_aside_unusable(o: &Observed) {
+    assert_eq!(o.dry().plan.actions.len(), RICH_ACTIONS);
+    match &o.real {
+        Err(e) => assert_says(e, "S/.set-aside"),
+        Ok(real) => {
+            let mut seen = std::collections::BTreeSet::new();
+            for (a, out) in real.plan.actions.iter().zip(&real.outcomes) {
+                let why = out.why.as_deref().unwrap_or_default();
+                let first = seen.insert(a.path.clone());
+                let ok = match out.outcome {
+                    OutcomeKind::Failed => why.contains(".set-aside"),
+                    OutcomeKind::Skipped => !first && why.starts_with("changed since planned"),
+                    OutcomeKind::Applied => false,
+                };
+                assert!(ok, "{} {:?}: {why}", a.path, out.outcome);
+            }
+        }
+    }
+    for (p, n) in o
+        .before
+        .iter()
+        .filter(|(p, _)| !p.starts_with(".reconcile"))
+    {
+        assert_eq!(o.after.get(p), Some(n), "{}", p.display());
+    }
+    assert!(!o.after.contains_key(Path::new("th-orphan.json")));
+}
+
+/// The executor must never move an item into a `.set-aside` that leads outside S. Either the run
+/// refuses before it acts, naming `.set-aside`, or every action that needs it fails naming it
+/// (thread rewrites too: their previous version cannot be kept first). Either way nothing in S
+/// changes and the directory outside stays empty.
+#[test]
+fn c23_set_aside_is_a_symlink_out_of_s() {
+    let c = Case::new();
+    rich_store(&c.s);
+    symlink(c.outside.join("aside"), &c.s.join(".set-aside"));
+    let o = exercise(&c);
+    assert_set_aside_unusable(&o);
+}
+
+#[test]
+fn c24_reconcile_dir_is_a_symlink_out_of_s() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    symlink(c.outside.join("reconcile"), &c.s.join(".reconcile"));
+    let o = exercise(&c);
+    let said = o.said();
+    assert_says(&said, "S/.reconcile");
+    assert!(std::fs::read_dir(c.outside.join("reconcile"))
+        .unwrap()
+        .next()
+        .is_none());
+}
+
+#[test]
+fn c25_reconcile_lock_is_a_symlink_out_of_s() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    symlink(c.outside.join("lockfile"), &c.s.join(".reconcile.lock"));
+    let o = exercise(&c);
+    assert_eq!(o.dry().plan.actions.len(), 1);
+    let err = o
+        .real
+        .as_ref()
+        .expect_err("a real run must refuse the lock");
+    assert_says(err, ".reconcile.lock");
+    assert_eq!(o.after, o.before, "a refused run writes nothing");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 26-27. Bindings to /etc and ../../..
+// ---------------------------------------------------------------------------------------------
+
+fn etc_state() -> (i128, Vec<u8>) {
+    let m = std::fs::metadata("/etc").unwrap();
+    (
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        std::fs::read("/etc/passwd").unwrap_or_default(),
+    )
+}
+
+#[test]
+fn c26_binding_to_etc() {
+    let c = Case::new();
+    write(&c.s, "etc.json", pretty(&document("etc", Some("/etc"))));
+    write(
+        &c.s,
+        "passwd.json",
+        pretty(&document("passwd", Some("/etc/passwd"))),
+    );
+    let etc = etc_state();
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    let said = o.said();
+    assert_says(&said, "binding of etc.json to \"/etc\" binds nothing");
+    assert_says(
+        &said,
+        "binding of passwd.json to \"/etc/passwd\" binds nothing",
+    );
+    assert_eq!(etc_state(), etc);
+}
+
+#[test]
+fn c27_binding_to_parent_directories() {
+    let c = Case::new();
+    let outside_store = format!("{}/../outside/store", c.s.display());
+    let bindings = [
+        ("up", "../../.."),
+        ("upstore", "../outside/store"),
+        ("sneaky", "x/../../outside/store"),
+        ("absolute", outside_store.as_str()),
+    ];
+    for (id, data_dir) in bindings {
+        write(
+            &c.s,
+            &format!("{id}.json"),
+            pretty(&document(id, Some(data_dir))),
+        );
+    }
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    let said = o.said();
+    for (id, data_dir) in bindings {
+        assert_says(
+            &said,
+            &format!("binding of {id}.json to {data_dir:?} binds nothing"),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 28-33. A file where a directory is expected.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn c28_threads_and_turns_are_files() {
+    let c = Case::new();
+    empty_store(&c.s, "w/runtime");
+    write(&c.s, "w/runtime/threads", b"not a directory");
+    store_with_thread(&c.s, "u/runtime", "th-u", None, 0);
+    write(&c.s, "u/runtime/turns", b"not a directory");
+    let o = exercise(&c);
+    // Both stores may hold work the doctor cannot read: kept, untouched.
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+    assert_eq!(o.real().summary.stores_kept_with_work, 2);
+}
+
+#[test]
+#[ignore = "library bug: a file where a store's threads/ or turns/ directory (or a store itself) is expected is silently treated as work; no message names it"]
+fn c28_c29_unexpected_files_in_a_session_directory_are_named() {
+    let c = Case::new();
+    empty_store(&c.s, "w/runtime");
+    write(&c.s, "w/runtime/threads", b"not a directory");
+    write(&c.s, "v/runtime", b"not a directory");
+    let o = exercise(&c);
+    assert_says(&o.said(), "w/runtime/threads");
+    assert_says(&o.said(), "v/runtime");
+}
+
+#[test]
+fn c29_runtime_is_a_file() {
+    let c = Case::new();
+    write(&c.s, "v/runtime", b"not a directory");
+    write(&c.s, "v/artifacts/log", b"x");
+    let o = exercise(&c);
+    // Not a store, and the directory is not artifact-only: nothing to do.
+    assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
+}
+
+/// `.late-usage` is a file: no lease can be checked, so nothing is treated as not live. The
+/// torn document is planned (planning cannot see leases either) and its set-aside is skipped
+/// because the executor cannot check the lease.
+#[test]
+fn c30_late_usage_is_a_file() {
+    let c = Case::new();
+    write(&c.s, ".late-usage", b"not a directory");
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let o = exercise(&c);
+    assert_says(&o.said(), "ignored .late-usage  (unexpected kind of entry)");
+    let out = outcome_of(o.real(), "torn.json");
+    assert_eq!(out.outcome, OutcomeKind::Skipped);
+    assert!(
+        out.why
+            .as_deref()
+            .unwrap_or_default()
+            .contains(".late-usage/torn.live"),
+        "{out:?}"
+    );
+    assert!(o.after.contains_key(Path::new("torn.json")));
+}
+
+#[test]
+fn c31_checkpoints_is_a_file() {
+    let c = Case::new();
+    write(&c.s, "checkpoints", b"not a directory");
+    let o = exercise(&c);
+    assert!(o.real().plan.actions.is_empty());
+    assert_says(&o.said(), "ignored checkpoints  (unexpected kind of entry)");
+}
+
+#[test]
+fn c32_set_aside_is_a_file() {
+    let c = Case::new();
+    rich_store(&c.s);
+    write(&c.s, ".set-aside", b"not a directory");
+    let o = exercise(&c);
+    assert_says(
+        &said(&o.dry),
+        "ignored .set-aside  (unexpected kind of entry)",
+    );
+    assert_set_aside_unusable(&o);
+}
+
+#[test]
+fn c33_reconcile_is_a_file() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    write(&c.s, ".reconcile", b"not a directory");
+    let o = exercise(&c);
+    assert_says(&o.said(), "S/.reconcile");
+    assert_eq!(
+        o.after.get(Path::new(".reconcile")),
+        Some(&file(b"not a directory"))
+    );
+}
+
+/// invariants.md: receipts are written for every action applied. When `.reconcile/` cannot be
+/// written (a file, or a link out of S), the run refuses before it changes anything, instead
+/// of applying its actions unreceipted and then failing on `last.json`.
+#[test]
+fn c24_c33_an_unusable_reconcile_dir_stops_the_run_before_it_acts() {
+    for link in [false, true] {
+        let c = Case::new();
+        write(&c.s, "torn.json", b"{\"torn\":");
+        if link {
+            symlink(c.outside.join("reconcile"), &c.s.join(".reconcile"));
+        } else {
+            write(&c.s, ".reconcile", b"not a directory");
+        }
+        let o = exercise(&c);
+        let err = o.real.as_ref().expect_err("the run must refuse");
+        assert_says(err, "S/.reconcile");
+        assert!(
+            o.after.contains_key(Path::new("torn.json")),
+            "torn.json was moved though no receipt could be written (link: {link})"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 34-38. A directory where a file is expected.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn c34_owner_json_is_a_directory() {
+    let c = Case::new();
+    empty_store(&c.s, "d1/runtime");
+    std::fs::remove_file(c.s.join("d1/runtime/owner.json")).unwrap();
+    write(&c.s, "d1/runtime/owner.json/inside", b"x");
+    let o = exercise(&c);
+    assert_says(&o.said(), "d1/runtime/owner.json: not a regular file");
+    // Still an empty store: set aside whole, the odd directory with it.
+    assert_eq!(o.real().plan.actions.len(), 1);
+    assert_eq!(o.real().outcomes[0].outcome, OutcomeKind::Applied);
+}
+
+#[test]
+fn c35_state_json_is_a_directory() {
+    let c = Case::new();
+    empty_store(&c.s, "d2/runtime");
+    std::fs::remove_file(c.s.join("d2/runtime/state.json")).unwrap();
+    std::fs::create_dir(c.s.join("d2/runtime/state.json")).unwrap();
+    let o = exercise(&c);
+    assert_says(&o.said(), "d2/runtime/state.json: not a regular file");
+    assert!(
+        o.real().plan.actions.is_empty(),
+        "its work cannot be judged: kept"
+    );
+}
+
+#[test]
+fn c36_thread_record_is_a_directory() {
+    let c = Case::new();
+    empty_store(&c.s, "d3/runtime");
+    write(&c.s, "d3/runtime/threads/th-d.json/x", b"x");
+    let o = exercise(&c);
+    assert_says(
+        &o.said(),
+        "ignored d3/runtime/threads/th-d.json  (not a thread record)",
+    );
+    assert!(o.real().plan.actions.is_empty());
+}
+
+#[test]
+fn c37_reconcile_lock_is_a_directory() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    std::fs::create_dir(c.s.join(".reconcile.lock")).unwrap();
+    let o = exercise(&c);
+    let err = o.real.as_ref().expect_err("the lock cannot be taken");
+    assert_says(err, ".reconcile.lock");
+    assert_eq!(o.after, o.before);
+}
+
+#[test]
+fn c38_owner_lock_and_live_lease_are_directories() {
+    let c = Case::new();
+    empty_store(&c.s, "d4/runtime");
+    std::fs::remove_file(c.s.join("d4/runtime/runtime-process.owner.lock")).unwrap();
+    std::fs::create_dir(c.s.join("d4/runtime/runtime-process.owner.lock")).unwrap();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    std::fs::create_dir_all(c.s.join(".late-usage/torn.live")).unwrap();
+    let o = exercise(&c);
+    // Neither is held by anyone; both items are set aside, nothing lost.
+    let real = o.real();
+    assert_eq!(real.plan.actions.len(), 2, "{}", o.said());
+    assert!(real
+        .outcomes
+        .iter()
+        .all(|o| o.outcome == OutcomeKind::Applied));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 39-41. Fifos and devices where files are expected.
+// ---------------------------------------------------------------------------------------------
+
+/// A fifo named `owner.json`, `state.json` or `runtime-process.owner.lock` in a store, or
+/// `.late-usage/<id>.live`: opening a fifo for reading blocks until a writer comes, so a doctor
+/// that opens one without `O_NONBLOCK` (and without checking the kind first) hangs forever: the
+/// scan (store files) or the executor (its live-lease check before acting on `p.json`), the
+/// latter while holding `.reconcile.lock`, so every later run exits 75. Run by the binary with
+/// a timeout.
+#[test]
+#[ignore = "library bug: a fifo in place of owner.json, state.json, the owner lock or a .live lease hangs the doctor forever (open(2) of a fifo without O_NONBLOCK)"]
+fn c39_fifos_in_place_of_store_files_and_leases() {
+    let mut hung = Vec::new();
+    for name in [
+        "f/runtime/owner.json",
+        "f/runtime/state.json",
+        "f/runtime/runtime-process.owner.lock",
+        ".late-usage/p.live",
+    ] {
+        let c = Case::new();
+        empty_store(&c.s, "f/runtime");
+        write(&c.s, "p.json", b"{\"torn\":");
+        let _ = std::fs::remove_file(c.s.join(name));
+        mkfifo(&c.s.join(name));
+        let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(10));
+        if out.timed_out {
+            hung.push(name);
+            continue;
+        }
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert_says(&out.stdout, name);
+    }
+    assert!(hung.is_empty(), "a fifo hung the doctor: {hung:?}");
+}
+
+/// Fifos where the doctor checks the kind before opening: a document, a thread record, a turn,
+/// a checkpoint. Each is left alone, and the orphan thread next to them is recovered.
+#[test]
+fn c40_fifos_in_place_of_documents_threads_turns_and_leases() {
+    let c = Case::new();
+    store_with_thread(&c.s, "p/runtime", "th-p", None, 1);
+    for rel in [
+        "fifo.json",
+        "p/runtime/threads/th-q.json",
+        "p/runtime/turns/th-p/t2.json",
+        "checkpoints/p.json",
+    ] {
+        mkfifo(&c.s.join(rel));
+    }
+    let start = Instant::now();
+    let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(30));
+    assert!(!out.timed_out, "the doctor hung on a fifo");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_says(&out.stdout, "fifo.json");
+    assert_says(&out.stdout, "p/runtime/threads/th-q.json");
+    println!("fifos: {:?}", start.elapsed());
+    let o = exercise(&c);
+    assert!(
+        o.real().plan.actions.is_empty(),
+        "second run: {:?}",
+        o.real().plan
+    );
+}
+
+/// A character device (1:5, like /dev/zero, endless) named like a store file, a thread record
+/// and a turn: never read (reading it would never end).
+#[test]
+fn c41_character_devices_in_place_of_files() {
+    if !is_root() {
+        println!("SKIPPED c41: mknod needs root");
+        return;
+    }
+    let c = Case::new();
+    store_with_thread(&c.s, "k/runtime", "th-k", None, 1);
+    std::fs::remove_file(c.s.join("k/runtime/owner.json")).unwrap();
+    for rel in [
+        "k/runtime/owner.json",
+        "k/runtime/threads/th-zero.json",
+        "k/runtime/turns/th-k/t0.json",
+    ] {
+        let ok = Command::new("mknod")
+            .arg(c.s.join(rel))
+            .args(["c", "1", "5"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            println!("SKIPPED c41: mknod is not permitted here");
+            return;
+        }
+    }
+    let out = doctor_bin(&c.s, true, false, None, Duration::from_secs(30));
+    assert!(!out.timed_out, "the doctor read a device");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_says(&out.stdout, "k/runtime/owner.json: not a regular file");
+    let o = exercise(&c);
+    // The orphan thread is recovered from its real turn.
+    assert_eq!(o.real().summary.sessions_recovered, 1, "{}", o.said());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 42. Hard links to files outside S.
+// ---------------------------------------------------------------------------------------------
+
+/// A thread record that is a hard link to a file outside S, and a torn document that is one:
+/// R4's rewrite replaces the link atomically (the file outside keeps its bytes), and R1 moves
+/// the link (the file outside is untouched).
+#[test]
+fn c42_hard_links_to_files_outside_s() {
+    let c = Case::new();
+    store_with_thread(&c.s, "hl/runtime", "th-out", Some("nobody"), 0);
+    let rec = c.s.join("hl/runtime/threads/th-out.json");
+    std::fs::remove_file(&rec).unwrap();
+    std::fs::hard_link(c.outside.join("thread.json"), &rec).unwrap();
+    std::fs::hard_link(c.outside.join("torn.json"), c.s.join("linked.json")).unwrap();
+    let o = exercise(&c);
+    let real = o.real();
+    let mut paths: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["hl/runtime/threads/th-out.json", "linked.json"]);
+    assert!(real
+        .outcomes
+        .iter()
+        .all(|o| o.outcome == OutcomeKind::Applied));
+    let now: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert!(
+        now.get("session_id").is_none(),
+        "the record in S was unbound"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 43-47. Read-only S, ENOSPC, EXDEV.
+// ---------------------------------------------------------------------------------------------
+
+/// A read-only S (a tmpfs remounted read-only): a dry run plans as usual; a real run fails
+/// before it changes anything, naming the lock file and the reason.
+#[test]
+fn c43_read_only_s() {
+    if !can_mount("c43") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("ro");
+    let Some(_m) = tmpfs(&mnt, "size=8m") else {
+        println!("SKIPPED c43: tmpfs mount failed");
+        return;
+    };
+    let c = Case::at(mnt.join("S"));
+    rich_store(&c.s);
+    assert!(
+        mount_cmd(&["-o".as_ref(), "remount,ro".as_ref(), mnt.as_os_str()]),
+        "remount read-only"
+    );
+    let o = exercise(&c);
+    assert_eq!(o.dry().plan.actions.len(), RICH_ACTIONS);
+    let err = o
+        .real
+        .as_ref()
+        .expect_err("a read-only S cannot be repaired");
+    assert_says(err, ".reconcile.lock");
+    assert_says(err, "Read-only file system");
+    assert_eq!(o.after, o.before);
+}
+
+/// ENOSPC (no inode left) in the middle of setting a store aside: the destination directory
+/// cannot be created; nothing of the store moves; the receipt of the failure names the store
+/// and the reason. With no inode left for `last.json` either, the run then fails, naming it.
+#[test]
+fn c44_enospc_no_inode_left_while_moving_a_store() {
+    if !can_mount("c44") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("full");
+    let Some(_m) = tmpfs(&mnt, "size=16m,nr_inodes=600") else {
+        println!("SKIPPED c44: tmpfs mount failed");
+        return;
+    };
+    let c = Case::at(mnt.join("S"));
+    empty_store(&c.s, "e/runtime");
+    // The doctor's own files exist already, so the run needs an inode for its run directory,
+    // one for MANIFEST.jsonl, and then two for the store's destination: leave two.
+    write(&c.s, ".reconcile.lock", b"");
+    write(&c.s, ".reconcile/receipts.jsonl", b"");
+    std::fs::create_dir_all(c.s.join(".set-aside")).unwrap();
+    let filler = mnt.join("filler");
+    std::fs::create_dir(&filler).unwrap();
+    let (free, _, _) = fs_free(&mnt);
+    for i in 0..free.saturating_sub(2) {
+        std::fs::write(filler.join(i.to_string()), b"").unwrap();
+    }
+    assert_eq!(fs_free(&mnt).0, 2, "inodes left");
+
+    let o = exercise(&c);
+    assert_eq!(o.dry().plan.actions.len(), 1);
+    match &o.real {
+        Ok(report) => {
+            assert_eq!(report.outcomes[0].outcome, OutcomeKind::Failed);
+        }
+        Err(e) => {
+            assert_says(e, "S/.reconcile/");
+            assert_says(e, "last.json");
+            assert_says(e, "No space left on device");
+        }
+    }
+    let r = receipts(&c.s);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["path"], "e/runtime");
+    assert_eq!(r[0]["outcome"], "failed");
+    let why = r[0]["why"].as_str().unwrap();
+    assert!(why.contains("No space left on device"), "{why}");
+    assert!(why.contains("e/runtime"), "{why}");
+    for (p, n) in o
+        .before
+        .iter()
+        .filter(|(p, _)| !p.starts_with(".reconcile"))
+    {
+        assert_eq!(o.after.get(p), Some(n), "{}", p.display());
+    }
+}
+
+/// ENOSPC (no byte left) in the middle of a recovery: the previous version of the thread record
+/// is kept, then the recovered document does not fit. The thread record is not rewritten, no
+/// partial document is left, the failure names the document; after the temporary file is
+/// removed, receipts and last.json fit again.
+#[test]
+fn c45_enospc_no_space_left_while_writing_a_recovered_document() {
+    if !can_mount("c45") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("full");
+    let Some(_m) = tmpfs(&mnt, "size=4m") else {
+        println!("SKIPPED c45: tmpfs mount failed");
+        return;
+    };
+    let c = Case::at(mnt.join("S"));
+    store_with_thread(&c.s, "big/runtime", "th-big", None, 0);
+    let mut t = turn("th-big", "t1", 1);
+    t["messages"][1]["content"] = json!("z".repeat(400 << 10));
+    write(&c.s, "big/runtime/turns/th-big/t1.json", pretty(&t));
+    let (_, free_blocks, block) = fs_free(&mnt);
+    assert_eq!(block, 4096);
+    // Leave 8 pages: enough for the manifest, the previous version, receipts and last.json,
+    // not for a 400 KiB document.
+    let keep = 8;
+    std::fs::write(
+        mnt.join("filler"),
+        vec![0u8; ((free_blocks - keep) * block) as usize],
+    )
+    .unwrap();
+    let o = exercise(&c);
+    let real = o.real();
+    let out = outcome_of(real, "big/runtime/threads/th-big.json");
+    assert_eq!(out.outcome, OutcomeKind::Failed, "{}", o.said());
+    let why = out.why.as_deref().unwrap();
+    assert!(
+        why.contains("th-big.json") && why.contains("No space left on device"),
+        "{why}"
+    );
+    assert_eq!(
+        o.after.get(Path::new("big/runtime/threads/th-big.json")),
+        o.before.get(Path::new("big/runtime/threads/th-big.json")),
+        "the thread record was rewritten though its document could not be written"
+    );
+    assert!(!o.after.contains_key(Path::new("th-big.json")));
+    assert!(
+        !o.after
+            .keys()
+            .any(|p| p.to_string_lossy().contains("doctor-tmp")),
+        "a temporary file was left"
+    );
+}
+
+/// EXDEV: the store's directory is a mount point of another filesystem, so no entry can be
+/// renamed into `.set-aside/` on S's filesystem. The move fails on its first entry, nothing
+/// moves, and the failure names the store and the reason.
+#[test]
+fn c46_exdev_a_store_on_another_filesystem() {
+    if !can_mount("c46") {
+        return;
+    }
+    let c = Case::new();
+    let store = c.s.join("m/runtime");
+    let Some(_m) = tmpfs(&store, "size=1m") else {
+        println!("SKIPPED c46: tmpfs mount failed");
+        return;
+    };
+    empty_store(&c.s, "m/runtime");
+    let o = exercise(&c);
+    let real = o.real();
+    let out = outcome_of(real, "m/runtime");
+    assert_eq!(out.outcome, OutcomeKind::Failed);
+    let why = out.why.as_deref().unwrap();
+    assert!(
+        why.contains("m/runtime") && why.contains("cross-device"),
+        "{why}"
+    );
+    for (p, n) in &o.before {
+        assert_eq!(o.after.get(p), Some(n), "{}", p.display());
+    }
+}
+
+/// EXDEV the other way: `.set-aside` is another filesystem. A torn document cannot be moved
+/// there (failed, named); a thread rewrite still works, because its previous version is copied,
+/// not renamed.
+#[test]
+fn c47_exdev_set_aside_on_another_filesystem() {
+    if !can_mount("c47") {
+        return;
+    }
+    let c = Case::new();
+    let Some(_m) = tmpfs(&c.s.join(".set-aside"), "size=1m") else {
+        println!("SKIPPED c47: tmpfs mount failed");
+        return;
+    };
+    write(&c.s, "torn.json", b"{\"torn\":");
+    store_with_thread(&c.s, "lost/runtime", "th-lost", Some("lost"), 0);
+    let o = exercise(&c);
+    let real = o.real();
+    let torn = outcome_of(real, "torn.json");
+    assert_eq!(torn.outcome, OutcomeKind::Failed);
+    let why = torn.why.as_deref().unwrap();
+    assert!(
+        why.contains("torn.json") && why.contains("cross-device"),
+        "{why}"
+    );
+    assert_eq!(
+        outcome_of(real, "lost/runtime/threads/th-lost.json").outcome,
+        OutcomeKind::Applied
+    );
+    assert!(o.after.contains_key(Path::new("torn.json")));
+}
