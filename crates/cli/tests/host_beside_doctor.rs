@@ -506,7 +506,6 @@ fn a_plan_made_before_the_document_was_saved_does_not_unbind_its_thread() {
 /// writes, is set aside by the stale plan: its tree digest, the only precondition, did not
 /// change.
 #[test]
-#[ignore = "library bug: R2 does not re-check at execution that no document binds the store; a stale plan sets aside a store its document now binds"]
 fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");

@@ -63,6 +63,7 @@ impl Act<'_> {
     /// never renamed and the lock file never unlinked.
     pub fn move_store(&self) -> Result<Extra, Refusal> {
         let store = &self.action.path;
+        self.check_not_bound_by_own_document(store)?;
         let moved_to = self.mirrored(store);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
@@ -150,8 +151,10 @@ impl Act<'_> {
             if self.root.probe_lock(Path::new(&live)).map_err(fail)? == fsroot::LockProbe::Held {
                 return Err(Refusal::Skip("session is live".into()));
             }
+            // Known as planning knows it: a regular file, not a symlink or a directory.
             for known in [format!("{sid}.json"), format!("checkpoints/{sid}.json")] {
-                if self.root.stat(Path::new(&known)).map_err(fail)?.is_some() {
+                let stat = self.root.stat(Path::new(&known)).map_err(fail)?;
+                if stat.is_some_and(|s| s.kind == fsroot::EntryKind::File) {
                     return Err(Refusal::Skip(format!(
                         "changed since planned: {known} exists"
                     )));
@@ -194,7 +197,8 @@ impl Act<'_> {
         let store = self.store();
         let owner = recover::owner_id(self.root, store);
         let Some((recovered, _)) =
-            recover::build_recovered(self.root, store, owner.as_deref(), &record).map_err(fail)?
+            recover::build_recovered(self.root, store, owner.as_deref(), &record, &mut Vec::new())
+                .map_err(fail)?
         else {
             return Err(Refusal::Skip("changed since planned".into()));
         };
@@ -243,7 +247,8 @@ impl Act<'_> {
             return Err(changed());
         }
         let (bytes, mut record) = self.read_record()?;
-        let turns = recover::completed_turns(self.root, self.store(), &record.id).map_err(fail)?;
+        let turns = recover::completed_turns(self.root, self.store(), &record.id, &mut Vec::new())
+            .map_err(fail)?;
         let Some(last) = turns.last() else {
             return Err(changed());
         };
@@ -313,5 +318,31 @@ impl Act<'_> {
             "bytes_freed".to_owned(),
             Value::from(freed),
         )]))
+    }
+
+    /// The cheap re-check of R2's premise right before the move: the document of the session
+    /// directory the store sits in (`S/<dir>.json`, the usual binder) does not bind it now. A
+    /// plan made before that document was saved must not set its store aside.
+    fn check_not_bound_by_own_document(&self, store: &str) -> Result<(), Refusal> {
+        let Some((dir, _)) = store.split_once('/') else {
+            return Ok(());
+        };
+        let doc = format!("{dir}.json");
+        let bytes = match self.root.read(Path::new(&doc)) {
+            Ok(b) => b,
+            Err(_) => return Ok(()),
+        };
+        let (state, _) = store::judge_document(dir, &bytes, &Default::default());
+        let anchors = [self.root.anchor(), self.root.canonical_anchor()];
+        let binds = state
+            .data_dir()
+            .and_then(|d| refset::resolve_binding(d, &anchors).ok())
+            .is_some_and(|rel| rel == store);
+        if binds {
+            return Err(Refusal::Skip(format!(
+                "changed since planned: {doc} binds the store"
+            )));
+        }
+        Ok(())
     }
 }

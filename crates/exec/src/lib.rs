@@ -278,6 +278,8 @@ fn check_not_live(root: &WritableRoot, action: &PlannedAction) -> Result<(), Ref
     match root.probe_lock(Path::new(&lease)) {
         Ok(LockProbe::Held) => Err(Refusal::Skip("session is live".into())),
         Ok(_) => Ok(()),
+        // Planning ignores a lease that is not a regular file (nobody can hold it): so here.
+        Err(fsroot::Error::NotAFile { .. }) => Ok(()),
         Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
     }
 }

@@ -138,10 +138,25 @@ fn as_arg(p: &Path) -> &Path {
     }
 }
 
+/// `O_NONBLOCK` on Linux (x86, arm, aarch64, riscv): opening a fifo must not wait for a writer.
+/// It changes nothing for regular files, the only kind the doctor reads or locks.
+const O_NONBLOCK: i32 = 0o4000;
+
 fn nofollow_read() -> OpenOptions {
     let mut o = OpenOptions::new();
-    o.read(true).follow(FollowSymlinks::No);
+    o.read(true)
+        .follow(FollowSymlinks::No)
+        .custom_flags(O_NONBLOCK);
     o
+}
+
+/// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
+fn regular(f: cap_std::fs::File, path: &Path) -> Result<std::fs::File> {
+    match f.metadata() {
+        Ok(m) if m.is_file() => Ok(f.into_std()),
+        Ok(_) => Err(Error::not_a_file(path)),
+        Err(e) => Err(Error::io("inspect", path, e)),
+    }
 }
 
 impl Root {
@@ -272,7 +287,7 @@ impl Root {
     pub fn probe_lock(&self, rel: &Path) -> Result<LockProbe> {
         let p = confine(rel)?;
         let file = match self.dir.open_with(&p, &nofollow_read()) {
-            Ok(f) => f.into_std(),
+            Ok(f) => regular(f, &self.display_path(&p))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
             Err(e) => return Err(self.err("probe lock", &p, e)),
         };
@@ -479,13 +494,15 @@ impl WritableRoot {
         let p = confine(rel)?;
         self.check_no_symlink_ancestors(&p)?;
         let mut opts = OpenOptions::new();
-        opts.read(true).follow(FollowSymlinks::No);
+        opts.read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(O_NONBLOCK);
         if create {
             opts.write(true).create(true).mode(mode);
         }
         match self.dir.open_with(&p, &opts) {
             Ok(f) => Ok(Some(LockFile {
-                file: f.into_std(),
+                file: regular(f, &self.display_path(&p))?,
                 path: self.display_path(&p),
             })),
             Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -146,6 +146,8 @@ pub struct Thread {
     pub recovery: Option<crate::recover::RecoverySummary>,
     /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it.
     pub unbound_digest: Option<FileDigest>,
+    /// For a thread looked at for recovery: the turn files a recovery leaves out, and why.
+    pub left_out_turns: Vec<crate::recover::LeftOut>,
 }
 
 /// What reading a thread record found.

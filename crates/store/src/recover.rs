@@ -78,9 +78,25 @@ fn cut_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
+/// A turn file a recovery leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The turn file, relative to S.
+    pub path: String,
+    /// Why it is left out.
+    pub why: String,
+}
+
 /// The completed turns of thread `tid` in `store`, in ascending `seq` (then id). Turns that do
-/// not parse, belong to another thread or are of a newer schema are left out.
-pub fn completed_turns(root: &Root, store: &str, tid: &str) -> fsroot::Result<Vec<Turn>> {
+/// not parse, do not validate against the published turn schema (so a recovered document never
+/// carries what its own schema rejects), belong to another thread or are of a newer schema are
+/// left out, each pushed onto `left_out` with why.
+pub fn completed_turns(
+    root: &Root,
+    store: &str,
+    tid: &str,
+    left_out: &mut Vec<LeftOut>,
+) -> fsroot::Result<Vec<Turn>> {
     let dir = format!("{store}/turns/{tid}");
     match root.stat(Path::new(&dir))? {
         Some(s) if s.kind == EntryKind::Dir => {}
@@ -95,22 +111,34 @@ pub fn completed_turns(root: &Root, store: &str, tid: &str) -> fsroot::Result<Ve
         if e.kind != EntryKind::File || !is_valid_id(id) {
             continue;
         }
-        let bytes = root.read(Path::new(&format!("{dir}/{name}")))?;
-        // A turn that does not validate against the published turn schema is left out, so a
-        // recovered document never carries what its own schema rejects.
-        let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-            continue;
+        let path = format!("{dir}/{name}");
+        let mut leave = |why: String| {
+            left_out.push(LeftOut {
+                path: path.clone(),
+                why,
+            })
         };
-        if crate::schema::first_error(crate::schema::turn_validator(), &value).is_some() {
+        let bytes = root.read(Path::new(&path))?;
+        let value = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                leave(format!("does not parse: {e}"));
+                continue;
+            }
+        };
+        if let Some(err) = crate::schema::first_error(crate::schema::turn_validator(), &value) {
+            leave(format!("does not match the turn schema: {err}"));
             continue;
         }
         let Ok(turn) = serde_json::from_value::<Turn>(value) else {
+            leave("does not match the turn model".into());
             continue;
         };
-        if turn.schema_version <= KNOWN_SCHEMA_VERSION
-            && turn.thread_id == tid
-            && turn.status == "completed"
-        {
+        if turn.schema_version > KNOWN_SCHEMA_VERSION {
+            leave(format!("turn of newer schema {}", turn.schema_version));
+        } else if turn.thread_id != tid {
+            leave(format!("belongs to thread {:?}", turn.thread_id));
+        } else if turn.status == "completed" {
             turns.push(turn);
         }
     }
@@ -125,8 +153,9 @@ pub fn build_recovered(
     store: &str,
     owner_id: Option<&str>,
     record: &ThreadRecord,
+    left_out: &mut Vec<LeftOut>,
 ) -> fsroot::Result<Option<(Recovered, u64)>> {
-    let turns = completed_turns(root, store, &record.id)?;
+    let turns = completed_turns(root, store, &record.id, left_out)?;
     let Some(last) = turns.last() else {
         return Ok(None);
     };

@@ -116,9 +116,11 @@ fn summarize_thread(
     let Ok(record) = serde_json::from_slice::<crate::model::ThreadRecord>(&bytes) else {
         return Ok(());
     };
-    let built = crate::recover::build_recovered(root, store, owner, &record)
+    let mut left_out = Vec::new();
+    let built = crate::recover::build_recovered(root, store, owner, &record, &mut left_out)
         .map_err(|e| scan_error(&t.path, &e))?;
     t.recovery = built.map(|(r, n)| r.summary(n));
+    t.left_out_turns = left_out;
     Ok(())
 }
 
@@ -325,6 +327,12 @@ fn scan_late_usage(root: &Root, inv: &mut Inventory) {
             continue;
         };
         if e.kind != EntryKind::File {
+            if name.ends_with(".live") {
+                inv.ignored.push(ignored(
+                    &format!("{}/{name}", ids::LATE_USAGE_DIR),
+                    "a lease that is not a regular file (nobody can hold it)",
+                ));
+            }
             continue;
         }
         if let Some(id) = name.strip_suffix(".deleted").filter(|id| is_valid_id(id)) {
@@ -373,6 +381,12 @@ fn scan_session_dir(root: &Root, id: &str) -> (SessionDir, Vec<Ignored>, Vec<Sca
             store_names.push(name.into_owned());
             artifact_only = false;
             continue;
+        }
+        if ids::is_store_name(&name) {
+            ign.push(ignored(
+                &format!("{id}/{name}"),
+                "named like a runtime store but not a directory",
+            ));
         }
         let artifact_kind_ok = match name.as_ref() {
             "artifacts" => e.kind == EntryKind::Dir,
@@ -442,7 +456,13 @@ fn scan_store(root: &Root, path: &str) -> (Store, Vec<Ignored>, Vec<ScanError>) 
                     holds_work = true;
                 }
             },
-            Ok(Some(_)) => holds_work = true,
+            Ok(Some(_)) => {
+                ign.push(ignored(
+                    &rel,
+                    "a file where a work directory is expected (counted as work: the store is kept)",
+                ));
+                holds_work = true;
+            }
             Err(e) => {
                 errs.push(scan_error(&rel, &e));
                 holds_work = true;
@@ -541,6 +561,7 @@ fn scan_threads(
                 path,
                 recovery: None,
                 unbound_digest: None,
+                left_out_turns: Vec::new(),
             })
         })
         .collect();

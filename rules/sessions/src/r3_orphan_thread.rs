@@ -26,7 +26,9 @@ use store::ThreadState;
 /// - an existing document: when `S/<tid>.json` exists and does not bind this store, or another
 ///   thread with the same id is recovered first (stores in path order), nothing is planned and
 ///   the thread is listed under `skipped` with `why: "document id taken"`;
-/// - a thread in a held store, in a live session's directory, or of a newer schema.
+/// - a thread in a held store, in a live session's directory, or of a newer schema;
+/// - a turn file that does not parse or validate: left out of the recovery and listed under
+///   `skipped` with why.
 ///
 /// ## Example
 ///
@@ -60,6 +62,15 @@ impl Rule for OrphanThread {
                 };
                 let unbound_by_r4 = session_id.is_some();
                 let bound = cx.refs.thread_bindings.get(&t.path).cloned().flatten();
+                if bound.is_none() {
+                    for turn in &t.left_out_turns {
+                        out.skipped.push(Skipped {
+                            path: turn.path.clone(),
+                            rule: self.code().into(),
+                            why: format!("turn left out of the recovery: {}", turn.why),
+                        });
+                    }
+                }
                 let Some(recovery) = t.recovery else { continue };
                 if bound.is_some() || cx.refs.live_sessions.contains(&t.id) {
                     continue;

@@ -22,8 +22,8 @@ use store::ThreadState;
 /// ## What it never touches
 ///
 /// - a thread whose `session_id` is live (its lease is held) or has a checkpoint;
-/// - a thread record of a newer schema (listed under `skipped`), or one that does not parse
-///   (counted in `threads_unreadable`);
+/// - a thread record of a newer schema, or one that does not parse (counted in
+///   `threads_unreadable`): both left in place and listed under `skipped` with why;
 /// - any thread in a store whose owner lock another process holds.
 ///
 /// ## Example
@@ -61,8 +61,13 @@ impl Rule for DanglingThreadBinding {
                         });
                         continue;
                     }
-                    ThreadState::Unreadable { .. } => {
+                    ThreadState::Unreadable { reason } => {
                         out.counts.threads_unreadable += 1;
+                        out.skipped.push(Skipped {
+                            path: t.path.clone(),
+                            rule: self.code().into(),
+                            why: format!("thread record does not parse ({reason}): left in place"),
+                        });
                         continue;
                     }
                 };
