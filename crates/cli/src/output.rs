@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use engine::Planned;
 use exec::{Applied, LastRun, RunId};
 use plan::{
-    notice_line, render_action, render_skipped, Outcome, OutcomeKind, Plan, PlanFile, Skipped,
+    notice_line, render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile, Skipped,
     Summary,
 };
 use serde::Serialize;
@@ -134,33 +134,11 @@ impl RepairReport {
     /// items, errors, then the summary or the notice line.
     pub fn render_human(&self) -> String {
         let mut s = String::new();
-        for a in &self.plan.actions {
-            let outcome = self.outcomes.iter().find(|o| o.seq == a.seq);
-            match outcome {
-                Some(Outcome {
-                    outcome: OutcomeKind::Applied,
-                    ..
-                })
-                | None => {
-                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
-                }
-                Some(Outcome { outcome, why, .. }) => {
-                    let word = if *outcome == OutcomeKind::Skipped {
-                        "skipped"
-                    } else {
-                        "failed"
-                    };
-                    let _ = writeln!(
-                        s,
-                        "{word} {}  ({} {}: {})",
-                        a.path,
-                        a.rule,
-                        a.rule_name,
-                        why.as_deref().unwrap_or("")
-                    );
-                }
-            }
-        }
+        s.push_str(&render_actions(
+            &self.plan.actions,
+            &self.outcomes,
+            self.dry_run,
+        ));
         for t in &self.interrupted_writes {
             let verb = if self.dry_run {
                 "would remove"
@@ -385,25 +363,11 @@ impl AdminReport {
     /// The human form: one line per action, skipped items, then the counts.
     pub fn render_human(&self) -> String {
         let mut s = String::new();
-        for a in &self.plan.actions {
-            match self.outcomes.iter().find(|o| o.seq == a.seq) {
-                Some(Outcome {
-                    outcome: OutcomeKind::Applied,
-                    ..
-                })
-                | None => {
-                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
-                }
-                Some(Outcome { outcome, why, .. }) => {
-                    let word = if *outcome == OutcomeKind::Skipped {
-                        "skipped"
-                    } else {
-                        "failed"
-                    };
-                    let _ = writeln!(s, "{word} {}  ({})", a.path, why.as_deref().unwrap_or(""));
-                }
-            }
-        }
+        s.push_str(&render_actions(
+            &self.plan.actions,
+            &self.outcomes,
+            self.dry_run,
+        ));
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }

@@ -10,7 +10,7 @@ use engine::{BuildConfig, BuildPlanned, Interrupted};
 use exec::{PendingDeletion, ReclaimTargets, Reclaimed, RunId};
 use fsroot::procfs::{ProcessRefs, Procfs};
 use fsroot::{Root, WritableRoot};
-use plan::{render_action, shown_path, Outcome, OutcomeKind, Plan, Precondition};
+use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
 use store::Clock;
 
@@ -448,32 +448,11 @@ impl SweepReport {
     /// with why, errors, then the summary line.
     pub fn render_human(&self) -> String {
         let mut s = String::new();
-        for a in &self.plan.actions {
-            match self.outcomes.iter().find(|o| o.seq == a.seq) {
-                Some(Outcome {
-                    outcome: OutcomeKind::Applied,
-                    ..
-                })
-                | None => {
-                    let _ = writeln!(s, "{}", render_action(a, self.dry_run));
-                }
-                Some(Outcome { outcome, why, .. }) => {
-                    let word = if *outcome == OutcomeKind::Skipped {
-                        "skipped"
-                    } else {
-                        "failed"
-                    };
-                    let _ = writeln!(
-                        s,
-                        "{word} {}  ({} {}: {})",
-                        shown_path(a),
-                        a.rule,
-                        a.rule_name,
-                        why.as_deref().unwrap_or("")
-                    );
-                }
-            }
-        }
+        s.push_str(&render_actions(
+            &self.plan.actions,
+            &self.outcomes,
+            self.dry_run,
+        ));
         for k in &self.skipped {
             let _ = writeln!(
                 s,

@@ -7,7 +7,7 @@ mod summary;
 
 use serde::{Deserialize, Serialize};
 
-pub use render::{notice_line, render_action, render_skipped, shown_path};
+pub use render::{notice_line, render_action, render_actions, render_skipped, shown_path};
 pub use summary::Summary;
 
 /// What an action does.

@@ -1,6 +1,6 @@
 //! Text rendering of plans and outcomes, shared by the dry run and the real run.
 
-use crate::{PlannedAction, Skipped, Summary};
+use crate::{Outcome, OutcomeKind, PlannedAction, Skipped, Summary};
 
 /// `would set aside torn.json  (R1 unreadable-document: <reason>)`, or the past tense.
 pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
@@ -29,6 +29,39 @@ pub fn shown_path(a: &PlannedAction) -> String {
         Some(root) => format!("{}/{}", root.trim_end_matches('/'), a.path),
         None => a.path.clone(),
     }
+}
+
+/// One line per action, in plan order: the dry-run or past-tense line of an action that was
+/// applied (or, in a dry run, planned), and `skipped|failed <path>  (<rule> <name>: <why>)` for
+/// one that was not.
+pub fn render_actions(actions: &[PlannedAction], outcomes: &[Outcome], dry_run: bool) -> String {
+    let mut out = String::new();
+    for a in actions {
+        let line = match outcomes.iter().find(|o| o.seq == a.seq) {
+            Some(Outcome {
+                outcome: OutcomeKind::Applied,
+                ..
+            })
+            | None => render_action(a, dry_run),
+            Some(Outcome { outcome, why, .. }) => {
+                let word = if *outcome == OutcomeKind::Skipped {
+                    "skipped"
+                } else {
+                    "failed"
+                };
+                format!(
+                    "{word} {}  ({} {}: {})",
+                    shown_path(a),
+                    a.rule,
+                    a.rule_name,
+                    why.as_deref().unwrap_or("")
+                )
+            }
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// `skipped <path>  (<rule>: <why>)`.

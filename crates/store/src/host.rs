@@ -79,36 +79,54 @@ impl StoreOwnerLock {
         after_open: &mut dyn FnMut(usize),
     ) -> fsroot::Result<Acquired<StoreOwnerLock>> {
         let lock = format!("{store}/{OWNER_LOCK}");
-        let mut contended = 0;
-        for attempt in 1..=REOPEN_ATTEMPTS + CONTENDED_RETRIES {
-            sessions.create_dir_all(Path::new(store))?;
-            let Some(file) = sessions.open_lock_file(Path::new(&lock), true, 0o644)? else {
-                continue;
-            };
-            after_open(attempt);
-            let guard = match file.try_lock()? {
-                TryLock::Acquired(g) => g,
-                TryLock::Held | TryLock::Missing if contended < CONTENDED_RETRIES => {
-                    contended += 1;
-                    std::thread::sleep(CONTENDED_WAIT);
-                    continue;
-                }
-                TryLock::Held | TryLock::Missing => return Ok(Acquired::Held),
-            };
-            if still_at_path(sessions, &lock, &guard)? {
-                return Ok(Acquired::Owned(StoreOwnerLock {
-                    _guard: guard,
-                    store: store.to_owned(),
-                }));
-            }
-        }
-        Ok(Acquired::Held)
+        let guard = acquire_verified(sessions, store, &lock, after_open)?;
+        Ok(match guard {
+            Some(g) => Acquired::Owned(StoreOwnerLock {
+                _guard: g,
+                store: store.to_owned(),
+            }),
+            None => Acquired::Held,
+        })
     }
 
     /// The store, relative to S.
     pub fn store(&self) -> &str {
         &self.store
     }
+}
+
+/// The one acquisition protocol of a host lock file `rel`: create its directory `dir`, open it
+/// (created if missing), lock it without blocking (`after_open(attempt)` runs in between), then
+/// check by device and inode that the locked file is still the one at the path, reopening when
+/// it moved. A contended lock is tried [`CONTENDED_RETRIES`] more times. `None`: another process
+/// holds it.
+fn acquire_verified(
+    sessions: &WritableRoot,
+    dir: &str,
+    rel: &str,
+    after_open: &mut dyn FnMut(usize),
+) -> fsroot::Result<Option<LockGuard>> {
+    let mut contended = 0;
+    for attempt in 1..=REOPEN_ATTEMPTS + CONTENDED_RETRIES {
+        sessions.create_dir_all(Path::new(dir))?;
+        let Some(file) = sessions.open_lock_file(Path::new(rel), true, 0o644)? else {
+            continue;
+        };
+        after_open(attempt);
+        let guard = match file.try_lock()? {
+            TryLock::Acquired(g) => g,
+            TryLock::Held | TryLock::Missing if contended < CONTENDED_RETRIES => {
+                contended += 1;
+                std::thread::sleep(CONTENDED_WAIT);
+                continue;
+            }
+            TryLock::Held | TryLock::Missing => return Ok(None),
+        };
+        if still_at_path(sessions, rel, &guard)? {
+            return Ok(Some(guard));
+        }
+    }
+    Ok(None)
 }
 
 fn still_at_path(root: &WritableRoot, rel: &str, guard: &LockGuard) -> fsroot::Result<bool> {
@@ -156,27 +174,15 @@ impl LiveLease {
                 path: Path::new(id).to_path_buf(),
             });
         }
-        sessions.create_dir_all(Path::new(LATE_USAGE_DIR))?;
         let rel = format!("{LATE_USAGE_DIR}/{id}.live");
-        let mut contended = 0;
-        for _ in 0..REOPEN_ATTEMPTS + CONTENDED_RETRIES {
-            let guard = match sessions.try_lock(Path::new(&rel), true, 0o644)? {
-                TryLock::Acquired(g) => g,
-                TryLock::Held | TryLock::Missing if contended < CONTENDED_RETRIES => {
-                    contended += 1;
-                    std::thread::sleep(CONTENDED_WAIT);
-                    continue;
-                }
-                TryLock::Held | TryLock::Missing => return Ok(Acquired::Held),
-            };
-            if still_at_path(sessions, &rel, &guard)? {
-                return Ok(Acquired::Owned(LiveLease {
-                    _guard: guard,
-                    id: id.to_owned(),
-                }));
-            }
-        }
-        Ok(Acquired::Held)
+        let guard = acquire_verified(sessions, LATE_USAGE_DIR, &rel, &mut |_| {})?;
+        Ok(match guard {
+            Some(g) => Acquired::Owned(LiveLease {
+                _guard: g,
+                id: id.to_owned(),
+            }),
+            None => Acquired::Held,
+        })
     }
 
     /// The session id.
