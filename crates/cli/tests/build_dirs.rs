@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{copy_tree, fixtures_dir, sha256_hex, tree, Holder, Node, Tree};
+use common::{copy_tree, fixtures_dir, records, sha256_hex, tree, Holder, Node, Redactions, Tree};
 use doctor::sweep::{sweep_build_dirs, SweepError, SweepOptions, SweepReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
@@ -251,51 +251,6 @@ fn start_live(spec: &LiveSpec, root: &Path, outside: &Path) -> Live {
     }
 }
 
-/// Replaces what differs between runs and machines: temp paths, run ids, pids.
-struct Redactions {
-    pairs: Vec<(String, &'static str)>,
-}
-
-impl Redactions {
-    fn new(paths: &[(&Path, &'static str)], runs: &[&str]) -> Redactions {
-        let mut pairs: Vec<(String, &'static str)> = Vec::new();
-        for (p, to) in paths {
-            pairs.push((p.to_string_lossy().into_owned(), to));
-            if let Ok(c) = p.canonicalize() {
-                pairs.push((c.to_string_lossy().into_owned(), to));
-            }
-        }
-        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]")));
-        pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-        Redactions { pairs }
-    }
-
-    fn apply(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for (from, to) in &self.pairs {
-            out = out.replace(from.as_str(), to);
-        }
-        redact_pids(&out)
-    }
-}
-
-/// `pid 1234` -> `pid [PID]`.
-fn redact_pids(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("pid ") {
-        out.push_str(&rest[..i + 4]);
-        rest = &rest[i + 4..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 {
-            out.push_str("[PID]");
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 fn render_tree(t: &Tree, red: &Redactions, copied: &[String]) -> String {
     let rows: Vec<(String, String)> = t
         .iter()
@@ -320,23 +275,6 @@ fn render_tree(t: &Tree, red: &Redactions, copied: &[String]) -> String {
     }
     if out.is_empty() {
         out.push_str("(empty)\n");
-    }
-    out
-}
-
-/// A JSON-lines file with `at` replaced, one line per record.
-fn records(path: &Path, red: &Redactions) -> String {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return "(none)\n".into();
-    };
-    let mut out = String::new();
-    for line in text.lines() {
-        let mut v: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{}: line is not JSON ({e}): {line}", path.display()));
-        if let Some(at) = v.get_mut("at") {
-            *at = Value::String("[AT]".into());
-        }
-        writeln!(out, "{}", red.apply(&v.to_string())).unwrap();
     }
     out
 }

@@ -15,7 +15,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{assert_nothing_lost, copy_tree, fixtures_dir, sha256_hex, tree, Holder, Node, Tree};
+use common::{
+    assert_nothing_lost, copy_tree, fixtures_dir, records, sha256_hex, tree, Holder, Node,
+    Redactions, Tree,
+};
 use doctor::{RepairOptions, RepairReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
@@ -123,49 +126,6 @@ fn repair(s: &Path, case: &Case, dry_run: bool) -> RepairReport {
         .unwrap_or_else(|e| panic!("repair (dry_run: {dry_run}) failed: {e}"))
 }
 
-/// Replaces what differs between runs and machines: run ids and temp paths.
-struct Redactions {
-    pairs: Vec<(String, &'static str)>,
-}
-
-impl Redactions {
-    fn new(s: &Path, runs: &[&str]) -> Redactions {
-        let mut pairs: Vec<(String, &'static str)> = Vec::new();
-        for p in [s.to_path_buf(), s.canonicalize().unwrap()] {
-            pairs.push((p.to_string_lossy().into_owned(), "[TMP]"));
-        }
-        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]")));
-        // Longest first, so a path is replaced before any of its prefixes.
-        pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-        Redactions { pairs }
-    }
-
-    fn apply(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for (from, to) in &self.pairs {
-            out = out.replace(from.as_str(), to);
-        }
-        out
-    }
-}
-
-/// A JSON-lines file with `at` replaced by `[AT]` and run ids by `[RUN]`, one line per record.
-fn records(path: &Path, red: &Redactions) -> String {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return "(none)\n".into();
-    };
-    let mut out = String::new();
-    for line in text.lines() {
-        let mut v: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{}: line is not JSON ({e}): {line}", path.display()));
-        if let Some(at) = v.get_mut("at") {
-            *at = Value::String("[AT]".into());
-        }
-        writeln!(out, "{}", red.apply(&v.to_string())).unwrap();
-    }
-    out
-}
-
 /// The doctor's own records, whose bytes hold the run id; their content is shown redacted.
 fn is_record(path: &str) -> bool {
     path.starts_with(".reconcile/")
@@ -261,7 +221,10 @@ fn run_case(name: &str, dir: &Path) {
     let after_real = tree(&s);
     let second = repair(&s, &case, true);
 
-    let red = Redactions::new(&s, &[&dry.run, &real.run, &second.run]);
+    let red = Redactions::new(
+        &[(s.as_path(), "[TMP]")],
+        &[&dry.run, &real.run, &second.run],
+    );
     let run_dir = s.join(".set-aside").join(&real.run);
     let mut snap = String::new();
     writeln!(snap, "== dry run: human ==").unwrap();

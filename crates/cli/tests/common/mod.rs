@@ -11,7 +11,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
 
 /// `fixtures/` at the workspace root.
 pub fn fixtures_dir() -> PathBuf {
@@ -227,4 +229,68 @@ pub fn copy_mtimes(from: &Path, to: &Path) {
             .and_then(|f| f.set_modified(t))
             .unwrap();
     }
+}
+
+#[allow(dead_code)]
+/// Replaces what differs between runs and machines: temp paths, run ids, pids.
+pub struct Redactions {
+    pairs: Vec<(String, &'static str)>,
+}
+
+impl Redactions {
+    pub fn new(paths: &[(&Path, &'static str)], runs: &[&str]) -> Redactions {
+        let mut pairs: Vec<(String, &'static str)> = Vec::new();
+        for (p, to) in paths {
+            pairs.push((p.to_string_lossy().into_owned(), to));
+            if let Ok(c) = p.canonicalize() {
+                pairs.push((c.to_string_lossy().into_owned(), to));
+            }
+        }
+        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]")));
+        pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+        Redactions { pairs }
+    }
+
+    pub fn apply(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (from, to) in &self.pairs {
+            out = out.replace(from.as_str(), to);
+        }
+        redact_pids(&out)
+    }
+}
+
+/// `pid 1234` -> `pid [PID]`.
+fn redact_pids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("pid ") {
+        out.push_str(&rest[..i + 4]);
+        rest = &rest[i + 4..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            out.push_str("[PID]");
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[allow(dead_code)]
+/// A JSON-lines file with `at` replaced, one line per record.
+pub fn records(path: &Path, red: &Redactions) -> String {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return "(none)\n".into();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{}: line is not JSON ({e}): {line}", path.display()));
+        if let Some(at) = v.get_mut("at") {
+            *at = Value::String("[AT]".into());
+        }
+        writeln!(out, "{}", red.apply(&v.to_string())).unwrap();
+    }
+    out
 }
