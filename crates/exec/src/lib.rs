@@ -84,7 +84,13 @@ pub fn acquire_reconcile_lock(root: &WritableRoot) -> fsroot::Result<Option<Lock
             _ => {}
         }
     }
-    match root.try_lock(Path::new(RECONCILE_LOCK), true, 0o600)? {
+    single_flight_lock(root, RECONCILE_LOCK)
+}
+
+/// Takes a single-flight lock file `rel` (created with mode 0600, non-blocking): `Ok(None)` when
+/// another run holds it. The sessions pack's `.reconcile.lock` and the build-dirs state lock.
+pub fn single_flight_lock(root: &WritableRoot, rel: &str) -> fsroot::Result<Option<LockGuard>> {
+    match root.try_lock(Path::new(rel), true, 0o600)? {
         TryLock::Acquired(g) => Ok(Some(g)),
         TryLock::Held | TryLock::Missing => Ok(None),
     }

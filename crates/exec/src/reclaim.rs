@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use fsroot::procfs::Procfs;
-use fsroot::{EntryKind, LockGuard, Root, TryLock, WritableRoot};
+use fsroot::{EntryKind, LockGuard, Root, WritableRoot};
 use plan::{ActionKind, Outcome, OutcomeKind, Plan, PlannedAction};
 use serde::{Deserialize, Serialize};
 use store::Clock;
@@ -92,10 +92,7 @@ pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<String>) {
 /// Takes the build-dirs single-flight lock `<state>/<lock>` (mode 0600, non-blocking).
 /// `Ok(None)`: another run holds it.
 pub fn acquire_sweep_lock(state: &WritableRoot, lock: &str) -> fsroot::Result<Option<LockGuard>> {
-    match state.try_lock(Path::new(lock), true, 0o600)? {
-        TryLock::Acquired(g) => Ok(Some(g)),
-        TryLock::Held | TryLock::Missing => Ok(None),
-    }
+    crate::single_flight_lock(state, lock)
 }
 
 /// What applying a build-dirs plan did.
