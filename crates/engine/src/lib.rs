@@ -164,9 +164,7 @@ pub struct Planned {
     pub skipped: Vec<Skipped>,
     /// Counts for the summary (actions are counted separately).
     pub counts: Summary,
-    /// Ignored entries, `path` only.
-    pub ignored: Vec<String>,
-    /// Ignored entries with why, for the human report.
+    /// Ignored entries with why (the JSON output lists the paths, the human report both).
     pub ignored_why: Vec<(String, &'static str)>,
     /// Bindings that bind nothing, for the report.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
@@ -223,7 +221,6 @@ pub fn plan_inventory(
     out.counts
         .errors
         .extend(inventory.errors.iter().map(|e| e.message.clone()));
-    out.ignored = inventory.ignored.iter().map(|i| i.path.clone()).collect();
     out.ignored_why = inventory
         .ignored
         .iter()

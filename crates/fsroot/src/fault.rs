@@ -40,11 +40,6 @@ fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
     }
 }
 
-/// How many mutations this process has made through any writable root.
-pub fn mutations() -> u64 {
-    MUTATIONS.load(Ordering::SeqCst)
-}
-
 /// Runs one mutation, counted, with the fault hook around it.
 pub(crate) fn mutation<T>(what: &str, path: &Path, f: impl FnOnce() -> T) -> T {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;

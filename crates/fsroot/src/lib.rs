@@ -36,7 +36,6 @@ use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
-pub use fault::mutations;
 pub use lock::{LockFile, LockGuard, LockProbe, TryLock};
 
 /// What a directory entry is, without following symlinks.

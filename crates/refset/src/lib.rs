@@ -1,6 +1,7 @@
 //! The reference set, built once per run from the inventory: known sessions, bound stores,
-//! thread bindings, live sessions, held stores and named ids (store-format.md, "References").
-//! Never from directory names alone. The planner projects it through the actions that earlier
+//! thread bindings, live sessions and named ids (store-format.md, "References"). Held stores
+//! need no projection, so rules read them from the inventory (`store::Store::held`), probed once
+//! by the scan. Never from directory names alone. The planner projects it through the actions that earlier
 //! rules planned, with the `project_*` methods.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,8 +31,6 @@ pub struct ReferenceSet {
     pub thread_bindings: BTreeMap<String, Option<String>>,
     /// Ids whose live lease another process holds.
     pub live_sessions: BTreeSet<String>,
-    /// Store paths whose owner lock another process holds.
-    pub held_stores: BTreeSet<String>,
     /// Ids any thread names, and session-directory ids named in a readable document's text.
     pub named: BTreeSet<String>,
     /// How many thread records name each id, so that unbinding keeps `named` exact.
@@ -130,9 +129,6 @@ impl ReferenceSet {
             }
         }
         for store in inv.stores() {
-            if store.held {
-                refs.held_stores.insert(store.path.clone());
-            }
             for t in &store.threads {
                 match &t.state {
                     ThreadState::Current { session_id, .. } => {
