@@ -62,6 +62,10 @@ pub struct RepairOptions {
     pub artifact_idle_secs: i64,
     /// The clock.
     pub clock: Clock,
+    /// `$CODEWHALE_HOME` (else `~/.codewhale`): where the read-only task stores
+    /// (`tasks/runtime`) and automation definitions (`automations/`) are read from. `None`
+    /// reads neither.
+    pub codewhale_home: Option<PathBuf>,
 }
 
 impl RepairOptions {
@@ -73,6 +77,7 @@ impl RepairOptions {
             max_actions: 500,
             artifact_idle_secs: 24 * 3600,
             clock: Clock::System,
+            codewhale_home: default_codewhale_home(),
         }
     }
 
@@ -83,6 +88,16 @@ impl RepairOptions {
             now: self.clock.now(),
         }
     }
+}
+
+/// `$CODEWHALE_HOME`, else `~/.codewhale`.
+pub fn default_codewhale_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".codewhale"))
 }
 
 /// The default sessions directory: `$CODEWHALE_HOME/sessions`, else `~/.codewhale/sessions`.

@@ -49,6 +49,7 @@ pub(crate) fn bound_and_seal(mut ordered: Vec<Ordered<'_>>, max_actions: usize) 
         plan: Plan {
             actions: Vec::new(),
             deferred: (total - ordered.len()) as u64,
+            planned_at: None,
         },
         limit_reached: total > max_actions,
         errors: Vec::new(),

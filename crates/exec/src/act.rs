@@ -308,6 +308,16 @@ impl Act<'_> {
         Ok(extra)
     }
 
+    /// Removes an empty session directory (`rmdir`, which fails on a directory that is not
+    /// empty, so nothing that appeared since planning is lost).
+    pub fn remove_empty_dir(&self) -> Result<Extra, Refusal> {
+        match self.root.remove_empty_dir(Path::new(&self.action.path)) {
+            Ok(true) => Ok(Extra::new()),
+            Ok(false) => Err(Refusal::Skip("changed since planned: not empty".into())),
+            Err(e) => Err(fail(e)),
+        }
+    }
+
     /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`).
     pub fn purge(&self) -> Result<Extra, Refusal> {
         let freed = self

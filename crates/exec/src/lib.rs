@@ -338,6 +338,7 @@ fn apply_one(
             "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
             action.path
         ))),
+        ActionKind::RemoveEmptyDir => cx.remove_empty_dir(),
         ActionKind::Restore => cx.restore(),
         ActionKind::Purge => cx.purge(),
         ActionKind::RemoveTemp => Err(Refusal::Fail(format!(

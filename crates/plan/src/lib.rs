@@ -31,6 +31,9 @@ pub enum ActionKind {
     /// Remove a temporary file an interrupted doctor write left (housekeeping of a real run;
     /// never planned by a rule).
     RemoveTemp,
+    /// Remove an empty session directory (`rmdir`: it holds no data), such as one a set-aside
+    /// left empty when a kill came before its removal.
+    RemoveEmptyDir,
 }
 
 impl ActionKind {
@@ -45,6 +48,7 @@ impl ActionKind {
             ActionKind::Restore => "restore",
             ActionKind::Purge => "purge",
             ActionKind::RemoveTemp => "remove",
+            ActionKind::RemoveEmptyDir => "remove empty directory",
         }
     }
 
@@ -59,6 +63,7 @@ impl ActionKind {
             ActionKind::Restore => "restored",
             ActionKind::Purge => "purged",
             ActionKind::RemoveTemp => "removed",
+            ActionKind::RemoveEmptyDir => "removed empty directory",
         }
     }
 }
@@ -136,6 +141,11 @@ pub struct Plan {
     pub actions: Vec<PlannedAction>,
     /// How many actions the bound left for a later run.
     pub deferred: u64,
+    /// The instant the plan was made (RFC 3339), for sessions plans: every thread record the
+    /// plan rewrites gets it as `updated_at`, so the bytes a real run writes, and the
+    /// preconditions of later actions on the same record, are known when planning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_at: Option<String>,
 }
 
 /// An item a rule would have acted on but did not, and why.

@@ -11,6 +11,10 @@ pub struct Summary {
     pub documents_set_aside: u64,
     /// Documents of a newer schema, kept.
     pub documents_newer_schema: u64,
+    /// Documents kept because they hold a content block `type`, journal `kind` or message
+    /// `role` the doctor does not know (the app may be newer than the doctor).
+    #[serde(default)]
+    pub documents_unknown_content: u64,
     /// Thread records that do not parse, left in place.
     pub threads_unreadable: u64,
     /// R2 stores set aside.
@@ -55,7 +59,8 @@ impl Summary {
                 ActionKind::ReclaimDir
                 | ActionKind::Restore
                 | ActionKind::Purge
-                | ActionKind::RemoveTemp,
+                | ActionKind::RemoveTemp
+                | ActionKind::RemoveEmptyDir,
                 _,
             ) => {}
         }
