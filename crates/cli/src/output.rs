@@ -193,6 +193,10 @@ impl RepairReport {
                 "documents of a newer schema kept",
             ),
             (
+                sm.documents_unknown_content,
+                "documents with content the doctor does not know kept",
+            ),
+            (
                 sm.threads_unreadable,
                 "unreadable thread records left in place",
             ),
@@ -251,8 +255,17 @@ impl StatusReport {
         );
         match &self.last {
             Some(l) => {
-                let line = notice_line(&l.summary).unwrap_or_else(|| "nothing changed".into());
-                let _ = writeln!(s, "last repair: {} at {}: {line}", l.run, l.at);
+                let line =
+                    notice_line(&l.summary_or_app()).unwrap_or_else(|| "nothing changed".into());
+                let when = l.when().unwrap_or("an unknown time");
+                match &l.run {
+                    Some(run) => {
+                        let _ = writeln!(s, "last repair: {run} at {when}: {line}");
+                    }
+                    None => {
+                        let _ = writeln!(s, "last repair: by the app at {when}: {line}");
+                    }
+                }
             }
             None => {
                 let _ = writeln!(s, "last repair: none");

@@ -14,6 +14,8 @@ pub use build_dirs::{
     RootEntry, RootListing, RootSkipped,
 };
 
+use std::collections::BTreeSet;
+
 use fsroot::Root;
 use plan::{ActionKind, ItemKind, Plan, Precondition, Skipped, Summary};
 use refset::ReferenceSet;
@@ -26,8 +28,12 @@ pub struct Config {
     pub max_actions: usize,
     /// `--artifact-idle`, seconds.
     pub artifact_idle_secs: i64,
-    /// The clock's instant for this run.
+    /// The clock's instant for this run: the plan's `planned_at`, which every thread record
+    /// the plan rewrites gets as `updated_at`.
     pub now: Timestamp,
+    /// `$CODEWHALE_HOME`, read-only: its automations pin stores and its task threads name
+    /// sessions. `None` reads nothing outside S.
+    pub codewhale_home: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -37,6 +43,7 @@ impl Config {
             max_actions: 500,
             artifact_idle_secs: 24 * 3600,
             now,
+            codewhale_home: None,
         }
     }
 }
@@ -49,6 +56,9 @@ pub struct Context<'a> {
     pub inventory: &'a Inventory,
     /// References, projected.
     pub refs: &'a ReferenceSet,
+    /// Stores R3 may recover in: no document or checkpoint binds them, except documents of
+    /// their own threads' ids (the R3 gate, rules.md Version 2).
+    pub recoverable: &'a BTreeSet<String>,
     /// Settings.
     pub config: &'a Config,
 }
@@ -107,6 +117,8 @@ pub enum Effect {
         /// Thread record path.
         thread: String,
     },
+    /// A session directory is removed.
+    DirRemoved,
     /// A document `id` now exists, binds `store`, and the thread is bound to it.
     Recovered {
         /// New document id.
@@ -172,13 +184,32 @@ pub struct Planned {
     pub interrupted_writes: Vec<String>,
 }
 
-/// Scans S and plans the given rules, in order.
+/// Scans S (and, read-only, what `$CODEWHALE_HOME` holds that names sessions or pins stores)
+/// and plans the given rules, in order.
 #[tracing::instrument(skip_all)]
 pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroot::Result<Planned> {
-    let inventory = store::scan(root)?;
+    let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
+    let mut inventory = store::scan_with(root, &external)?;
+    inventory.errors.extend(external_errors);
     let anchors = [root.anchor(), root.canonical_anchor()];
     let refs = ReferenceSet::build(&inventory, &anchors);
-    Ok(plan_inventory(root, &inventory, refs, rules, config))
+    let recoverable = recoverable_stores(&inventory, &refs);
+    store::recover::prepare(root, &mut inventory, &recoverable, &config.now.to_string());
+    Ok(plan_inventory(root, &inventory, refs, &recoverable, rules, config))
+}
+
+/// The R3 gate (rules.md, Version 2): stores nobody holds, with no newer-schema thread, that no
+/// document or checkpoint binds other than one named by the id of a thread in the store.
+pub fn recoverable_stores(inventory: &Inventory, refs: &ReferenceSet) -> BTreeSet<String> {
+    inventory
+        .stores()
+        .filter(|s| !s.held && !s.newer_thread)
+        .filter(|s| {
+            let own: BTreeSet<&str> = s.threads.iter().map(|t| t.id.as_str()).collect();
+            !refs.is_bound_except(&s.path, &own)
+        })
+        .map(|s| s.path.clone())
+        .collect()
 }
 
 /// Plans the rules over an existing inventory and reference set.
@@ -186,6 +217,7 @@ pub fn plan_inventory(
     root: &Root,
     inventory: &Inventory,
     mut refs: ReferenceSet,
+    recoverable: &BTreeSet<String>,
     rules: &[&dyn Rule],
     config: &Config,
 ) -> Planned {
@@ -195,6 +227,7 @@ pub fn plan_inventory(
         let cx = Context {
             inventory,
             refs: &refs,
+            recoverable,
             config,
         };
         let mut result = rule.plan(&cx);
@@ -216,6 +249,7 @@ pub fn plan_inventory(
     // Items that could not be digested could not be guarded: not planned, reported.
     out.counts.errors.extend(sealed.errors);
     out.plan = sealed.plan;
+    out.plan.planned_at = Some(config.now.to_string());
     out.counts.actions_deferred = out.plan.deferred;
     out.counts.limit_reached = sealed.limit_reached;
     out.counts
@@ -233,17 +267,16 @@ pub fn plan_inventory(
 
 fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
     match effect {
-        Effect::None => {}
+        Effect::None | Effect::DirRemoved => {}
         Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
-        Effect::ThreadUnbound { thread } => {
-            refs.project_thread_unbound(thread, &inventory.named_by_documents)
-        }
+        Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
     }
 }
 
 fn add_counts(into: &mut Summary, from: &Summary) {
     into.documents_newer_schema += from.documents_newer_schema;
+    into.documents_unknown_content += from.documents_unknown_content;
     into.threads_unreadable += from.threads_unreadable;
     into.stores_kept_with_work += from.stores_kept_with_work;
     into.stores_in_use += from.stores_in_use;

@@ -7,7 +7,7 @@ use fsroot::WritableRoot;
 use plan::{ItemKind, PlannedAction};
 use serde_json::{Map, Value};
 use store::ids::SET_ASIDE_DIR;
-use store::model::{SessionDocument, ThreadRecord};
+use store::model::{SavedSession, ThreadRecord};
 use store::recover;
 use store::Clock;
 
@@ -22,6 +22,8 @@ pub(crate) struct Act<'a> {
     pub action: &'a PlannedAction,
     pub run: &'a RunId,
     pub clock: Clock,
+    /// The plan's instant: `updated_at` of every thread record this run rewrites.
+    pub planned_at: &'a str,
 }
 
 fn fail(e: impl ToString) -> Refusal {
@@ -78,6 +80,13 @@ impl Act<'_> {
                     .into(),
             );
         }
+        // The session directory the store leaves empty holds no data: it goes too (`rmdir`,
+        // which refuses a directory something appeared in). A restore recreates it.
+        if let Some((dir, _)) = store.split_once('/') {
+            if removed && self.root.remove_empty_dir(Path::new(dir)).unwrap_or(false) {
+                extra.insert("removed_empty_dir".into(), dir.into());
+            }
+        }
         Ok(extra)
     }
 
@@ -120,6 +129,14 @@ impl Act<'_> {
         Ok((bytes, record))
     }
 
+    fn write_record(&self, bytes: Option<Vec<u8>>) -> Result<(), Refusal> {
+        let bytes =
+            bytes.ok_or_else(|| Refusal::Skip("thread record no longer parses".into()))?;
+        self.root
+            .write_atomic(Path::new(&self.action.path), &bytes)
+            .map_err(fail)
+    }
+
     fn store(&self) -> &str {
         self.action
             .path
@@ -141,9 +158,10 @@ impl Act<'_> {
         extra
     }
 
-    /// R4: rewrites the record without its binding, receipted in the store and centrally.
+    /// R4: rewrites the record without its binding, receipted in the store (with the app's
+    /// keys) and centrally.
     pub fn unbind_thread(&self) -> Result<Extra, Refusal> {
-        let (bytes, mut record) = self.read_record()?;
+        let (bytes, record) = self.read_record()?;
         // The premise, checked again right before acting: the session it names is still gone
         // (no document, no checkpoint) and nobody has it open.
         if let Some(sid) = &record.session_id {
@@ -163,22 +181,30 @@ impl Act<'_> {
         }
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        record.session_id = None;
-        record.saved_session_checkpoint = None;
-        self.root
-            .write_atomic(
-                Path::new(&self.action.path),
-                &recover::thread_bytes(&record),
-            )
-            .map_err(fail)?;
-        let mut store_receipt = Extra::new();
-        store_receipt.insert("run".into(), self.run.0.clone().into());
-        store_receipt.insert("thread".into(), self.action.path.clone().into());
-        store_receipt.extend(extra.clone());
-        store_receipt.insert("reason".into(), self.action.reason.clone().into());
-        store_receipt.insert("at".into(), self.clock.now().to_string().into());
+        self.write_record(recover::unbind_bytes(&bytes, self.planned_at))?;
+        let mut line = Extra::new();
+        line.insert("action".into(), "thread_unbound".into());
+        line.insert("thread_id".into(), record.id.clone().into());
+        line.insert(
+            "session_id".into(),
+            record.session_id.clone().map_or(Value::Null, Value::from),
+        );
+        line.insert(
+            "saved_session_checkpoint".into(),
+            record
+                .saved_session_checkpoint
+                .as_ref()
+                .map_or(Value::Null, |c| {
+                    serde_json::to_value(c).expect("checkpoint serializes")
+                }),
+        );
+        line.insert("reason".into(), self.action.reason.clone().into());
+        line.insert("at".into(), self.clock.now().to_string().into());
+        line.insert("run".into(), self.run.0.clone().into());
+        line.insert("thread".into(), self.action.path.clone().into());
+        line.extend(extra.clone());
         let receipts = format!("{}/session-unbind-receipts.jsonl", self.store());
-        append_json_line(self.root, &receipts, &store_receipt).map_err(fail)?;
+        append_json_line(self.root, &receipts, &line).map_err(fail)?;
         Ok(extra)
     }
 
@@ -193,34 +219,28 @@ impl Act<'_> {
         {
             return Err(Refusal::Skip("document id taken".into()));
         }
-        let (bytes, mut record) = self.read_record()?;
-        let store = self.store();
-        let owner = recover::owner_id(self.root, store);
-        let Some((recovered, _)) =
-            recover::build_recovered(self.root, store, owner.as_deref(), &record, &mut Vec::new())
-                .map_err(fail)?
-        else {
-            return Err(Refusal::Skip("changed since planned".into()));
+        let (bytes, record) = self.read_record()?;
+        let recovered = match recover::build_recovered(self.root, self.store(), &bytes) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(Refusal::Skip("changed since planned".into())),
+            Err(e) => return Err(Refusal::Skip(format!("changed since planned: {e}"))),
         };
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        let document_bytes = recovered.document_bytes();
         self.root
-            .write_atomic(Path::new(&document), &document_bytes)
+            .write_atomic(Path::new(&document), &recovered.document)
             .map_err(fail)?;
-        record.session_id = Some(record.id.clone());
-        record.saved_session_checkpoint = Some(recovered.checkpoint);
-        self.root
-            .write_atomic(
-                Path::new(&self.action.path),
-                &recover::thread_bytes(&record),
-            )
-            .map_err(fail)?;
+        self.write_record(recover::bind_bytes(
+            &bytes,
+            &record.id,
+            &recovered.checkpoint,
+            self.planned_at,
+        ))?;
         let mut extra = extra;
         extra.insert("document".into(), document.into());
         extra.insert(
             "document_sha256".into(),
-            store::digest_of(&document_bytes).sha256.into(),
+            store::digest_of(&recovered.document).sha256.into(),
         );
         Ok(extra)
     }
@@ -233,35 +253,45 @@ impl Act<'_> {
             .root
             .read(Path::new(&document))
             .map_err(|_| changed())?;
-        let doc: SessionDocument = serde_json::from_slice(&doc_bytes).map_err(|_| changed())?;
+        let doc: SavedSession = serde_json::from_slice(&doc_bytes).map_err(|_| changed())?;
         let binds = doc
             .metadata
             .runtime_store
             .as_ref()
-            .and_then(|r| r.data_dir.as_deref())
-            .and_then(|d| {
-                refset::resolve_binding(d, &[self.root.anchor(), self.root.canonical_anchor()]).ok()
+            .and_then(|r| {
+                refset::resolve_binding(
+                    &r.data_dir,
+                    &[self.root.anchor(), self.root.canonical_anchor()],
+                )
+                .ok()
             })
             .is_some_and(|rel| rel == self.store());
         if !binds {
             return Err(changed());
         }
-        let (bytes, mut record) = self.read_record()?;
-        let turns = recover::completed_turns(self.root, self.store(), &record.id, &mut Vec::new())
-            .map_err(fail)?;
-        let Some(last) = turns.last() else {
-            return Err(changed());
+        let (bytes, record) = self.read_record()?;
+        let messages: Vec<store::model::Message> = doc
+            .messages
+            .into_iter()
+            .map(|m| store::model::Message {
+                role: m.role,
+                content: m.content.into_iter().map(|b| b.canonical()).collect(),
+            })
+            .collect();
+        let checkpoint = store::model::SavedSessionCheckpoint {
+            covered_turn_id: record.latest_turn_id.clone(),
+            messages_sha256: recover::messages_sha256(&messages),
+            messages_len: Some(messages.len() as u64),
+            retained_messages: None,
         };
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        record.session_id = Some(record.id.clone());
-        record.saved_session_checkpoint = Some(recover::checkpoint_for(&doc.messages, &last.id));
-        self.root
-            .write_atomic(
-                Path::new(&self.action.path),
-                &recover::thread_bytes(&record),
-            )
-            .map_err(fail)?;
+        self.write_record(recover::bind_bytes(
+            &bytes,
+            &record.id,
+            &checkpoint,
+            self.planned_at,
+        ))?;
         let mut extra = extra;
         extra.insert("document".into(), document.into());
         Ok(extra)
@@ -342,7 +372,7 @@ impl Act<'_> {
             Ok(b) => b,
             Err(_) => return Ok(()),
         };
-        let (state, _) = store::judge_document(dir, &bytes, &Default::default());
+        let state = store::judge_document(dir, &bytes);
         let anchors = [self.root.anchor(), self.root.canonical_anchor()];
         let binds = state
             .data_dir()

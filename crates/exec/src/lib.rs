@@ -114,8 +114,12 @@ pub fn apply_plan(
     clock: Clock,
 ) -> Applied {
     let mut applied = Applied::default();
+    let planned_at = plan
+        .planned_at
+        .clone()
+        .unwrap_or_else(|| clock.now().to_string());
     for action in &plan.actions {
-        let (outcome, why, extra) = match apply_one(root, action, run, clock) {
+        let (outcome, why, extra) = match apply_one(root, action, run, clock, &planned_at) {
             Ok(extra) => (OutcomeKind::Applied, None, extra),
             Err(Refusal::Skip(why)) => (OutcomeKind::Skipped, Some(why), Default::default()),
             Err(Refusal::Fail(why)) => {
@@ -313,6 +317,7 @@ fn apply_one(
     action: &PlannedAction,
     run: &RunId,
     clock: Clock,
+    planned_at: &str,
 ) -> Result<Extra, Refusal> {
     check_not_live(root, action)?;
     // The store's owner lock is held from before the precondition check until the action is
@@ -327,6 +332,7 @@ fn apply_one(
         action,
         run,
         clock,
+        planned_at,
     };
     match action.action {
         ActionKind::SetAside if action.kind == Some(ItemKind::RuntimeStore) => cx.move_store(),

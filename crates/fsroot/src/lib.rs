@@ -38,6 +38,15 @@ pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
 pub use lock::{LockFile, LockGuard, LockProbe, TryLock};
 
+/// The canonical form of an absolute path (every symlink resolved), when it exists. Read-only:
+/// used to compare a binding spelled through a symlink with the root's canonical anchor.
+pub fn canonical_path(path: &Path) -> Option<PathBuf> {
+    if !path.is_absolute() {
+        return None;
+    }
+    std::fs::canonicalize(path).ok()
+}
+
 /// What a directory entry is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EntryKind {

@@ -1,8 +1,9 @@
-//! The reference set, built once per run from the inventory: known sessions, bound stores,
-//! thread bindings, live sessions and named ids (store-format.md, "References"). Held stores
-//! need no projection, so rules read them from the inventory (`store::Store::held`), probed once
-//! by the scan. Never from directory names alone. The planner projects it through the actions that earlier
-//! rules planned, with the `project_*` methods.
+//! The reference set, built once per run from the inventory: known sessions, bound stores
+//! (documents and checkpoints, compared lexically and canonically), thread bindings, live
+//! sessions and the names that keep directories (store-format.md, Version 2, "References").
+//! Held stores need no projection, so rules read them from the inventory (`store::Store::held`),
+//! probed once by the scan. Never from directory names alone. The planner projects it through
+//! the actions that earlier rules planned, with the `project_*` methods.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
@@ -23,21 +24,24 @@ pub struct UnusableBinding {
 /// What refers to what, from the files themselves.
 #[derive(Debug, Clone, Default)]
 pub struct ReferenceSet {
-    /// Ids of readable and newer-schema documents and of checkpoints.
+    /// Ids of readable, unknown-content and newer-schema documents and of checkpoints.
     pub known_sessions: BTreeSet<String>,
-    /// Store path (relative to S) → ids of the documents that bind it.
+    /// Store path (relative to S) → the files that bind it (`<id>.json` for a document,
+    /// `checkpoints/<id>.json` for a checkpoint).
     pub bound_stores: BTreeMap<String, BTreeSet<String>>,
     /// Thread record path → its `session_id`.
     pub thread_bindings: BTreeMap<String, Option<String>>,
     /// Ids whose live lease another process holds.
     pub live_sessions: BTreeSet<String>,
-    /// Ids any thread names, and session-directory ids named in a readable document's text.
-    pub named: BTreeSet<String>,
-    /// How many thread records name each id, so that unbinding keeps `named` exact.
-    thread_names: BTreeMap<String, usize>,
+    /// Names that keep a directory (rules.md, Version 2, R5), collected before any rule acts:
+    /// every thread's `session_id`, its id and its derived UUID (in every store, held or not,
+    /// and in the task stores), compared as [`store::ids::name_key`].
+    pub names: BTreeSet<String>,
+    /// Session-directory ids some known document's text names.
+    pub named_by_documents: BTreeSet<String>,
     /// Ids with a file at `S/<id>.json`, whatever its state.
     pub present_documents: BTreeSet<String>,
-    /// Bindings that lead outside S, through a symlink, or to no runtime store.
+    /// Bindings that lead outside S, or to no runtime store.
     pub unusable_bindings: Vec<UnusableBinding>,
 }
 
@@ -89,40 +93,39 @@ fn normalize<'a>(p: &'a Path, mut parts: Vec<&'a str>) -> Result<Vec<&'a str>, &
 }
 
 impl ReferenceSet {
-    /// Builds the reference set from an inventory. `anchors` as for [`resolve_binding`].
+    /// Builds the reference set from an inventory. `anchors` as for [`resolve_binding`]; the
+    /// last anchor is S's canonical form, against which a binding's canonical form (every
+    /// symlink resolved) is compared when its lexical form names no store.
     pub fn build(inv: &Inventory, anchors: &[&Path]) -> ReferenceSet {
         let mut refs = ReferenceSet {
             live_sessions: inv.live_sessions.clone(),
-            named: inv.named_by_documents.clone(),
+            named_by_documents: inv.named_by_documents.clone(),
+            names: inv.task_names.clone(),
             ..ReferenceSet::default()
         };
         refs.known_sessions.extend(inv.checkpoints.iter().cloned());
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
+        let mut binders: Vec<(String, &str)> = Vec::new();
         for doc in &inv.documents {
             refs.present_documents.insert(doc.id.clone());
             if !doc.state.is_known() {
                 continue;
             }
             refs.known_sessions.insert(doc.id.clone());
-            let Some(data_dir) = doc.state.data_dir() else {
-                continue;
-            };
-            let resolved = resolve_binding(data_dir, anchors).and_then(|rel| {
-                if stores.contains(rel.as_str()) {
-                    Ok(rel)
-                } else {
-                    Err("binding names no runtime store (missing, not a store, or through a symlink)")
-                }
-            });
-            match resolved {
+            if let Some(d) = doc.state.data_dir() {
+                binders.push((doc.path.clone(), d));
+            }
+        }
+        for (id, d) in &inv.checkpoint_bindings {
+            binders.push((format!("checkpoints/{id}.json"), d.as_str()));
+        }
+        for (binder, data_dir) in binders {
+            match bind(data_dir, anchors, &stores) {
                 Ok(rel) => {
-                    refs.bound_stores
-                        .entry(rel)
-                        .or_default()
-                        .insert(doc.id.clone());
+                    refs.bound_stores.entry(rel).or_default().insert(binder);
                 }
                 Err(why) => refs.unusable_bindings.push(UnusableBinding {
-                    document: doc.path.clone(),
+                    document: binder,
                     data_dir: data_dir.to_owned(),
                     why,
                 }),
@@ -130,49 +133,54 @@ impl ReferenceSet {
         }
         for store in inv.stores() {
             for t in &store.threads {
-                match &t.state {
+                let session_id = match &t.state {
                     ThreadState::Current { session_id, .. } => {
                         refs.thread_bindings
                             .insert(t.path.clone(), session_id.clone());
-                        refs.add_thread_name(session_id.as_deref());
+                        session_id
                     }
-                    ThreadState::NewerSchema { session_id, .. } => {
-                        refs.add_thread_name(session_id.as_deref());
-                    }
-                    ThreadState::Unreadable { .. } => {}
+                    ThreadState::NewerSchema { session_id, .. } => session_id,
+                    ThreadState::Unreadable { .. } => &None,
+                };
+                if let Some(sid) = session_id {
+                    refs.names.insert(store::ids::name_key(sid));
                 }
+                refs.names.insert(store::ids::name_key(&t.id));
+                refs.names.insert(store::ids::thread_session_uuid(&t.id));
             }
         }
         refs
     }
 
-    /// Whether a store is bound by a known document.
+    /// Whether a store is bound by a known document or a checkpoint.
     pub fn is_bound(&self, store: &str) -> bool {
         self.bound_stores.get(store).is_some_and(|d| !d.is_empty())
     }
 
-    fn add_thread_name(&mut self, id: Option<&str>) {
-        if let Some(id) = id {
-            *self.thread_names.entry(id.to_owned()).or_default() += 1;
-            self.named.insert(id.to_owned());
-        }
+    /// Whether some document or checkpoint binds `store`, not counting those whose id is in
+    /// `except` (the R3 gate, rules.md Version 2: a document a recovery wrote for one of the
+    /// store's own threads does not close the store to recovery).
+    pub fn is_bound_except(&self, store: &str, except: &BTreeSet<&str>) -> bool {
+        self.bound_stores.get(store).is_some_and(|binders| {
+            binders.iter().any(|b| {
+                let id = b.strip_prefix("checkpoints/").unwrap_or(b);
+                let id = id.strip_suffix(".json").unwrap_or(id);
+                !except.contains(id)
+            })
+        })
     }
 
-    fn remove_thread_name(&mut self, id: &str, named_by_documents: &BTreeSet<String>) {
-        if let Some(n) = self.thread_names.get_mut(id) {
-            *n -= 1;
-            if *n == 0 {
-                self.thread_names.remove(id);
-                if !named_by_documents.contains(id) {
-                    self.named.remove(id);
-                }
-            }
-        }
+    /// Whether a directory id is named: by a known document's text, or by a thread or task
+    /// thread (its session, its id, its derived UUID).
+    pub fn names_dir(&self, id: &str) -> bool {
+        self.named_by_documents.contains(id) || self.names.contains(&store::ids::name_key(id))
     }
 
-    /// Whether document `id` binds `store`.
+    /// Whether document `<id>.json` binds `store`.
     pub fn binds(&self, id: &str, store: &str) -> bool {
-        self.bound_stores.get(store).is_some_and(|d| d.contains(id))
+        self.bound_stores
+            .get(store)
+            .is_some_and(|d| d.contains(&format!("{id}.json")))
     }
 
     /// Projection of setting document `id` aside: it is no longer a known session (unless a
@@ -182,20 +190,16 @@ impl ReferenceSet {
             self.known_sessions.remove(id);
         }
         self.present_documents.remove(id);
+        let path = format!("{id}.json");
         for docs in self.bound_stores.values_mut() {
-            docs.remove(id);
+            docs.remove(&path);
         }
     }
 
-    /// Projection of unbinding a thread record: it no longer names its old session.
-    pub fn project_thread_unbound(
-        &mut self,
-        thread_path: &str,
-        named_by_documents: &BTreeSet<String>,
-    ) {
-        if let Some(Some(old)) = self.thread_bindings.insert(thread_path.to_owned(), None) {
-            self.remove_thread_name(&old, named_by_documents);
-        }
+    /// Projection of unbinding a thread record. Names stay: they were collected before any
+    /// rule acted.
+    pub fn project_thread_unbound(&mut self, thread_path: &str) {
+        self.thread_bindings.insert(thread_path.to_owned(), None);
     }
 
     /// Projection of a new document `id` that binds `store` and a thread bound to it.
@@ -205,10 +209,32 @@ impl ReferenceSet {
         self.bound_stores
             .entry(store.to_owned())
             .or_default()
-            .insert(id.to_owned());
+            .insert(format!("{id}.json"));
         self.thread_bindings
             .insert(thread_path.to_owned(), Some(id.to_owned()));
-        self.add_thread_name(Some(id));
+    }
+}
+
+/// The store a `data_dir` binds: its lexical resolution when that names a store, else its
+/// canonical form taken relative to S's canonical form (a binding spelled through a symlink).
+fn bind(data_dir: &str, anchors: &[&Path], stores: &BTreeSet<&str>) -> Result<String, &'static str> {
+    const NO_STORE: &str = "binding names no runtime store (missing, or not a store)";
+    let lexical = resolve_binding(data_dir, anchors);
+    if let Ok(rel) = &lexical {
+        if stores.contains(rel.as_str()) {
+            return lexical;
+        }
+    }
+    if let (Some(canonical), Some(s)) = (fsroot::canonical_path(Path::new(data_dir)), anchors.last()) {
+        if let Ok(rel) = resolve_binding(&canonical.to_string_lossy(), &[s]) {
+            if stores.contains(rel.as_str()) {
+                return Ok(rel);
+            }
+        }
+    }
+    match lexical {
+        Ok(_) => Err(NO_STORE),
+        Err(why) => Err(why),
     }
 }
 

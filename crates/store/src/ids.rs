@@ -23,8 +23,67 @@ static ID_BYTES: [bool; 256] = {
     t
 };
 
-/// Top-level file names that look like documents but are host bookkeeping.
-pub const RESERVED_FILES: &[&str] = &["session_boot_owners.json", "session_boot_owners.lock"];
+/// Top-level file names that look like documents but are host bookkeeping (store-format.md,
+/// Version 2); every `*.lock` is reserved too ([`is_reserved_top`]).
+pub const RESERVED_FILES: &[&str] = &[
+    "session_boot_owners.json",
+    "latest.json",
+    "offline_queue.json",
+];
+
+/// Whether a top-level name of S is reserved: never a document.
+pub fn is_reserved_top(name: &str) -> bool {
+    RESERVED_FILES.contains(&name) || (name.ends_with(".lock") && name != RECONCILE_LOCK)
+}
+
+/// Stems of `checkpoints/` that are not session checkpoints (the legacy single slot and the
+/// global offline queue).
+pub const RESERVED_CHECKPOINT_IDS: &[&str] = &["latest", "offline_queue"];
+
+/// Whether `s` is UUID-shaped: 8-4-4-4-12 hex digits, in any case.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// How a name is compared with a directory id: UUIDs in lower case, anything else as is.
+pub fn name_key(s: &str) -> String {
+    if is_uuid(s) {
+        s.to_ascii_lowercase()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The UUID made from the first 16 bytes of SHA-256 of `text` with the version-8 and variant
+/// bits set (`uuid::Builder::from_custom_bytes`), hyphenated, lower case.
+pub fn derived_uuid(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::digest(text.as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&h[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex = fsroot::hex(&b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// The document id Codewhale 0.10.0 derived for a runtime thread (`thread_session_id`
+/// @25ab3abc); 0.10.1 uses the thread id itself. Stores written by either exist.
+pub fn thread_session_uuid(thread_id: &str) -> String {
+    derived_uuid(&format!("codewhale-thread-session-v1:{thread_id}"))
+}
 
 /// Top-level entries with a fixed meaning that are never documents, stores or unknown.
 pub const STRUCTURAL: &[&str] = &[
@@ -118,6 +177,24 @@ mod tests {
         for bad in ["", "a.b", "a b", "..", "ä", "a/b"] {
             assert!(!is_valid_id(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn uuids_and_derived_ids() {
+        assert!(is_uuid("0f8fad5b-d9cb-469f-a165-70867728950e"));
+        assert!(is_uuid("0F8FAD5B-D9CB-469F-A165-70867728950E"));
+        assert!(!is_uuid("0f8fad5b-d9cb-469f-a165-70867728950"));
+        assert!(!is_uuid("0f8fad5bxd9cb-469f-a165-70867728950e"));
+        assert_eq!(name_key("0F8FAD5B-D9CB-469F-A165-70867728950E"), "0f8fad5b-d9cb-469f-a165-70867728950e");
+        assert_eq!(name_key("Thread-A"), "Thread-A");
+        let u = thread_session_uuid("thr_0123");
+        assert!(is_uuid(&u));
+        assert_eq!(&u[14..15], "8", "version 8");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "RFC 4122 variant");
+        assert_eq!(u, thread_session_uuid("thr_0123"), "deterministic");
+        assert_ne!(u, thread_session_uuid("thr_0124"));
+        assert!(is_reserved_top("latest.json") && is_reserved_top("x.lock"));
+        assert!(!is_reserved_top(".reconcile.lock") && !is_reserved_top("latest2.json"));
     }
 
     #[test]

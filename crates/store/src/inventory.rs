@@ -1,6 +1,6 @@
 //! The inventory: what the scan found, as ids, bindings and digests, never message bodies.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fsroot::FileDigest;
 
@@ -11,14 +11,20 @@ pub struct Inventory {
     pub documents: Vec<Document>,
     /// Top-level `<id>/` session directories, sorted by id.
     pub session_dirs: Vec<SessionDir>,
-    /// Ids of `checkpoints/<id>.json`.
+    /// Ids of `checkpoints/<id>.json`: each is a known session, whatever its state.
     pub checkpoints: BTreeSet<String>,
+    /// Checkpoint id → the `data_dir` it binds (a checkpoint binds a store as a document does).
+    pub checkpoint_bindings: BTreeMap<String, String>,
     /// Ids whose `.late-usage/<id>.live` lease another process holds.
     pub live_sessions: BTreeSet<String>,
     /// Ids with a `.late-usage/<id>.deleted` tombstone.
     pub deleted_sessions: BTreeSet<String>,
-    /// Session-directory ids that some readable document names as a whole token.
+    /// Session-directory ids that some known document's text names (a UUID in any case, any
+    /// other id as a substring).
     pub named_by_documents: BTreeSet<String>,
+    /// Names from the read-only task stores (`$CODEWHALE_HOME/tasks/runtime`): each thread's
+    /// `session_id`, its id and its derived UUID.
+    pub task_names: BTreeSet<String>,
     /// Entries the doctor leaves alone and reports, sorted by path.
     pub ignored: Vec<Ignored>,
     /// Temporary files of atomic writes an interrupted doctor run left (in S and in threads
@@ -60,10 +66,18 @@ pub struct Document {
 /// What reading a document found.
 #[derive(Debug, Clone)]
 pub enum DocState {
-    /// Valid against the schema, id equal to the stem.
+    /// Deserializes as the app's `SavedSession`, id equal to the stem, journal valid.
     Readable {
         /// `metadata.runtime_store.data_dir`.
         data_dir: Option<String>,
+    },
+    /// Readable but for a content block `type`, journal `kind` or message `role` the doctor
+    /// does not know: kept, a known session.
+    UnknownContent {
+        /// `metadata.runtime_store.data_dir`.
+        data_dir: Option<String>,
+        /// What is unknown, e.g. `content block type "hologram"`.
+        unknown: String,
     },
     /// `schema_version` above the known version: kept, counts as existing.
     NewerSchema {
@@ -92,9 +106,9 @@ impl DocState {
     /// The binding it declares, if it counts as existing.
     pub fn data_dir(&self) -> Option<&str> {
         match self {
-            DocState::Readable { data_dir } | DocState::NewerSchema { data_dir, .. } => {
-                data_dir.as_deref()
-            }
+            DocState::Readable { data_dir }
+            | DocState::UnknownContent { data_dir, .. }
+            | DocState::NewerSchema { data_dir, .. } => data_dir.as_deref(),
             _ => None,
         }
     }
@@ -109,6 +123,8 @@ pub struct SessionDir {
     pub path: String,
     /// Whether it holds only artifacts (no store).
     pub artifact_only: bool,
+    /// Whether it has no entry at all.
+    pub empty: bool,
     /// Newest mtime of anything in the tree (seconds), for artifact-only directories.
     pub newest_mtime: i64,
     /// Runtime stores directly inside it.
@@ -122,12 +138,21 @@ pub struct Store {
     pub path: String,
     /// Whether another process holds its owner lock.
     pub held: bool,
-    /// Whether it holds work (store-format.md).
+    /// Whether it holds work (store-format.md, Version 2: an entry in a work directory,
+    /// `next_seq` above 1 or a `state.json` that does not parse, or an automation pinned to it).
     pub holds_work: bool,
-    /// `owner.json` `owner_id`.
+    /// `owner.json` `owner_id`, when the file is readable and names a valid record id.
     pub owner_id: Option<String>,
     /// Thread records, sorted by id.
     pub threads: Vec<Thread>,
+    /// Whether a thread record of a newer schema (above 4) is in it: the app cannot list the
+    /// store, so no rule acts on it.
+    pub newer_thread: bool,
+    /// Thread ids with a seed journal (`threads/<tid>.seed`): never recovered.
+    pub seeded: BTreeSet<String>,
+    /// Why recovery in this store failed (an unreadable turn or item, bad tool metadata): the
+    /// store is kept and the error reported.
+    pub recovery_error: Option<String>,
 }
 
 /// A thread record.
@@ -144,10 +169,9 @@ pub struct Thread {
     /// For an unbound or dangling thread in a store nobody holds: what a recovery would hold
     /// (`None` when not recoverable or not looked at).
     pub recovery: Option<crate::recover::RecoverySummary>,
-    /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it.
+    /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it at the plan's
+    /// instant.
     pub unbound_digest: Option<FileDigest>,
-    /// For a thread looked at for recovery: the turn files a recovery leaves out, and why.
-    pub left_out_turns: Vec<crate::recover::LeftOut>,
 }
 
 /// What reading a thread record found.
@@ -175,8 +199,8 @@ pub enum ThreadState {
 }
 
 impl Inventory {
-    /// Ids that count as known sessions: readable, newer-schema and inaccessible documents,
-    /// and checkpoints.
+    /// Ids that count as known sessions: readable, unknown-content, newer-schema and
+    /// inaccessible documents, and checkpoints.
     pub fn known_ids(&self) -> BTreeSet<&str> {
         self.documents
             .iter()

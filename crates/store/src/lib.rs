@@ -1,4 +1,4 @@
-//! The session store model: serde types of every JSON file, the published schemas, and the
+//! The session store model: serde types of every JSON file Codewhale writes, and the
 //! parallel scan of S into an [`Inventory`] that keeps ids, bindings and digests, never message
 //! bodies.
 
@@ -6,11 +6,12 @@ pub mod host;
 pub mod ids;
 pub mod inventory;
 pub mod model;
+pub mod rebuild;
 pub mod recover;
 pub mod scan;
-pub mod schema;
 pub mod time;
+pub mod title;
 
 pub use inventory::*;
-pub use scan::{digest_of, judge_document, judge_thread, scan};
+pub use scan::{digest_of, judge_document, judge_thread, read_external, scan, scan_with, External};
 pub use time::{Clock, Timestamp};

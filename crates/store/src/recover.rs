@@ -1,270 +1,459 @@
-//! The recovered document of an orphan thread (rules.md, R3) and the thread rewrites (bind,
-//! unbind). Each is a pure function of the store's contents: the same store always yields the
-//! same bytes, whether the planner summarises it or the executor writes it.
+//! Recovery (R3) and the thread rewrites (bind, unbind), as the app would load them
+//! (store-format.md and rules.md, Version 2): the store's flat turns and items, the messages
+//! rebuilt from them, the recovered `SavedSession` with its journal and binding, and the
+//! thread record edited in place. Each is a pure function of the store's contents and the
+//! plan's instant: the planner summarises exactly what the executor writes.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use fsroot::{EntryKind, Root};
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::ids::is_valid_id;
+use crate::ids::{derived_uuid, is_valid_id};
+use crate::inventory::{Inventory, ThreadState};
 use crate::model::{
-    Cost, DocumentMetadata, Message, RuntimeStoreRef, SessionCheckpoint, SessionDocument,
-    ThreadRecord, Turn, KNOWN_SCHEMA_VERSION,
+    Message, SavedSessionCheckpoint, ThreadRecord, TurnItemRecord, TurnRecord,
+    MAX_RUNTIME_SCHEMA_VERSION,
 };
-
-/// A recovered document and the checkpoint that binds its thread to it.
-#[derive(Debug, Clone)]
-pub struct Recovered {
-    /// The document `S/<tid>.json`.
-    pub document: SessionDocument,
-    /// The thread's new `saved_session_checkpoint`.
-    pub checkpoint: SessionCheckpoint,
-}
 
 /// What the planner keeps of a recovery: counts, no bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoverySummary {
-    /// Completed turns.
-    pub completed_turns: u64,
-    /// Messages of the reconstructed conversation.
+    /// Turns of the thread (any status).
+    pub turns: u64,
+    /// Messages of the rebuilt conversation.
     pub messages: u64,
 }
 
-impl Recovered {
-    /// The counts the planner keeps.
-    pub fn summary(&self, completed_turns: u64) -> RecoverySummary {
-        RecoverySummary {
-            completed_turns,
-            messages: self.document.messages.len() as u64,
-        }
-    }
-
-    /// The document's bytes as written (pretty JSON, trailing newline).
-    pub fn document_bytes(&self) -> Vec<u8> {
-        let mut b = serde_json::to_vec_pretty(&self.document).expect("document serializes");
-        b.push(b'\n');
-        b
-    }
+/// `runtime_store.execution_scope` (codewhale-format.md §4.5): lowercase hex SHA-256 of the
+/// store's `owner_id`, a zero byte, and `<canonical store path>/events.lock`.
+pub fn execution_scope(owner_id: &str, canonical_store: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h = Sha256::new();
+    h.update(owner_id.as_bytes());
+    h.update([0u8]);
+    h.update(canonical_store.join("events.lock").as_os_str().as_bytes());
+    fsroot::hex(&h.finalize())
 }
 
-/// SHA-256 (hex) of the compact JSON of `messages`.
+/// SHA-256 (hex) of the app's compact serialization of `messages` (`session_messages_sha256`).
 pub fn messages_sha256(messages: &[Message]) -> String {
     let compact = serde_json::to_vec(messages).expect("messages serialize");
     fsroot::hex(&Sha256::digest(&compact))
 }
 
-/// The checkpoint covering all of `messages` up to `covered_turn_id`.
-pub fn checkpoint_for(messages: &[Message], covered_turn_id: &str) -> SessionCheckpoint {
-    SessionCheckpoint {
-        covered_turn_id: covered_turn_id.to_owned(),
-        messages_sha256: messages_sha256(messages),
-        messages_len: messages.len() as u64,
+/// The turns and items of one store, grouped: turns by `thread_id`, items by `turn_id`.
+#[derive(Debug, Default)]
+pub struct StoreRecords {
+    /// Turns of each thread.
+    pub turns: HashMap<String, Vec<TurnRecord>>,
+    /// Items of each turn.
+    pub items: HashMap<String, Vec<TurnItemRecord>>,
+}
+
+/// Reads every `turns/*.json` and `items/*.json` of `store` (relative to S). One record that
+/// cannot be read, does not parse, is of a newer schema or breaks a schema rule fails the whole
+/// store, as in the app (codewhale-format.md §6.4): the error names the file.
+pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, String> {
+    let mut out = StoreRecords::default();
+    for t in read_records::<TurnRecord>(root, &format!("{store}/turns"))? {
+        let (path, turn) = t;
+        if (turn.schema_version == 4) != turn.max_output_tokens.is_some() {
+            return Err(format!(
+                "{path}: turn output allowance does not match its schema"
+            ));
+        }
+        out.turns.entry(turn.thread_id.clone()).or_default().push(turn);
     }
+    for (_, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"))? {
+        out.items.entry(item.turn_id.clone()).or_default().push(item);
+    }
+    Ok(out)
 }
 
-/// `runtime_store.execution_scope` of a recovered document: SHA-256 hex of the store's
-/// `owner_id` (empty when absent), a zero byte, and the store's path relative to S.
-pub fn execution_scope(owner_id: Option<&str>, store: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(owner_id.unwrap_or("").as_bytes());
-    h.update([0u8]);
-    h.update(store.as_bytes());
-    fsroot::hex(&h.finalize())
-}
-
-fn cut_chars(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
-}
-
-/// A turn file a recovery leaves out, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeftOut {
-    /// The turn file, relative to S.
-    pub path: String,
-    /// Why it is left out.
-    pub why: String,
-}
-
-/// The completed turns of thread `tid` in `store`, in ascending `seq` (then id). Turns that do
-/// not parse, do not validate against the published turn schema (so a recovered document never
-/// carries what its own schema rejects), belong to another thread or are of a newer schema are
-/// left out, each pushed onto `left_out` with why.
-pub fn completed_turns(
+fn read_records<T: for<'de> Deserialize<'de>>(
     root: &Root,
-    store: &str,
-    tid: &str,
-    left_out: &mut Vec<LeftOut>,
-) -> fsroot::Result<Vec<Turn>> {
-    let dir = format!("{store}/turns/{tid}");
-    match root.stat(Path::new(&dir))? {
-        Some(s) if s.kind == EntryKind::Dir => {}
-        _ => return Ok(Vec::new()),
-    }
-    let mut turns = Vec::new();
-    for e in root.list(Path::new(&dir))? {
-        let name = e.name.to_string_lossy();
-        let Some(id) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if e.kind != EntryKind::File || !is_valid_id(id) {
-            continue;
-        }
-        let path = format!("{dir}/{name}");
-        let mut leave = |why: String| {
-            left_out.push(LeftOut {
-                path: path.clone(),
-                why,
-            })
-        };
-        let bytes = root.read(Path::new(&path))?;
-        let value = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                leave(format!("does not parse: {e}"));
-                continue;
-            }
-        };
-        if let Some(err) = crate::schema::first_error(crate::schema::turn_validator(), &value) {
-            leave(format!("does not match the turn schema: {err}"));
-            continue;
-        }
-        let Ok(turn) = serde_json::from_value::<Turn>(value) else {
-            leave("does not match the turn model".into());
-            continue;
-        };
-        if turn.schema_version > KNOWN_SCHEMA_VERSION {
-            leave(format!("turn of newer schema {}", turn.schema_version));
-        } else if turn.thread_id != tid {
-            leave(format!("belongs to thread {:?}", turn.thread_id));
-        } else if turn.status == "completed" {
-            turns.push(turn);
-        }
-    }
-    turns.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
-    Ok(turns)
-}
-
-/// Builds the recovered document of thread `record` in `store` (relative to S), or `None` when
-/// the thread is not recoverable (no completed turn, or an empty conversation).
-pub fn build_recovered(
-    root: &Root,
-    store: &str,
-    owner_id: Option<&str>,
-    record: &ThreadRecord,
-    left_out: &mut Vec<LeftOut>,
-) -> fsroot::Result<Option<(Recovered, u64)>> {
-    let turns = completed_turns(root, store, &record.id, left_out)?;
-    let Some(last) = turns.last() else {
-        return Ok(None);
+    dir: &str,
+) -> Result<Vec<(String, T)>, String> {
+    let entries = match root.list(Path::new(dir)) {
+        Ok(v) => v,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
     };
-    let covered = last.id.clone();
-    let mut messages = Vec::new();
-    let (mut tokens, mut usd, mut priced, mut unpriced) = (0u64, 0f64, 0u64, 0u64);
-    for t in &turns {
-        messages.extend(t.messages.iter().cloned());
-        match &t.usage {
-            Some(u) => {
-                tokens = tokens
-                    .saturating_add(u.input_tokens)
-                    .saturating_add(u.output_tokens);
-                match u.cost_usd {
-                    Some(c) => {
-                        usd += c;
-                        priced += 1;
-                    }
-                    None => unpriced += 1,
-                }
-            }
-            None => unpriced += 1,
+    let mut out = Vec::new();
+    for e in entries {
+        let name = e.name.to_string_lossy();
+        let Some(stem) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let path = format!("{dir}/{name}");
+        if e.kind != EntryKind::File || !is_valid_id(stem) {
+            return Err(format!("{path}: not a record file"));
         }
+        let bytes = root.read(Path::new(&path)).map_err(|e| e.to_string())?;
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{path} does not parse: {e}"))?;
+        if let Some(v) = value.get("schema_version").and_then(Value::as_f64) {
+            if v > MAX_RUNTIME_SCHEMA_VERSION as f64 {
+                return Err(format!("{path}: record of newer schema {v}"));
+            }
+        }
+        let rec = T::deserialize(&value).map_err(|e| format!("{path} is not a valid record: {e}"))?;
+        out.push((path, rec));
     }
+    Ok(out)
+}
+
+/// The thread's record parsed, and its rebuilt messages with the turns they came from.
+struct Rebuilt {
+    thread: ThreadRecord,
+    turns: Vec<TurnRecord>,
+    messages: Vec<Message>,
+}
+
+fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuilt>, String> {
+    let turns: Vec<TurnRecord> = records.turns.get(&thread.id).cloned().unwrap_or_default();
+    if turns.is_empty() {
+        return Ok(None);
+    }
+    let refs: Vec<&TurnRecord> = turns.iter().collect();
+    let messages = crate::rebuild::rebuild_thread(&refs, &records.items)
+        .map_err(|e| format!("thread {}: {e}", thread.id))?;
     if messages.is_empty() {
         return Ok(None);
     }
-    let str_field = |k: &str| {
-        record
-            .extra
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let first_user = messages
-        .iter()
-        .find(|m| m.role == "user")
-        .map(|m| m.content.clone());
-    let base = str_field("title")
-        .filter(|t| !t.is_empty())
-        .or(first_user)
-        .unwrap_or_default();
-    let first_turn_at = turns.first().and_then(|t| t.created_at.clone());
-    let last_turn_at = last.created_at.clone();
-    let epoch = "1970-01-01T00:00:00Z".to_owned();
-    let created_at = str_field("created_at")
-        .or(first_turn_at)
-        .unwrap_or_else(|| epoch.clone());
-    let updated_at = str_field("updated_at").or(last_turn_at).unwrap_or(epoch);
-    let checkpoint = checkpoint_for(&messages, &covered);
-    let document = SessionDocument {
-        schema_version: KNOWN_SCHEMA_VERSION,
-        metadata: DocumentMetadata {
-            id: record.id.clone(),
-            title: cut_chars(&format!("Recovered: {base}"), 100),
-            created_at,
-            updated_at,
-            message_count: Some(messages.len() as u64),
-            total_tokens: Some(tokens),
-            cost: Some(Cost {
-                usd,
-                priced_turns: priced,
-                unpriced_turns: unpriced,
-            }),
-            runtime_store: Some(RuntimeStoreRef {
-                data_dir: Some(store.to_owned()),
-                execution_scope: Some(execution_scope(owner_id, store)),
-                extra: Map::new(),
-            }),
-            extra: Map::new(),
-        },
+    Ok(Some(Rebuilt {
+        thread,
+        turns,
         messages,
-        extra: Map::new(),
-    };
-    // The recovered document must be readable by the doctor's own rule (R1), or the next run
-    // would set it aside again and recovery would never converge (for example a thread whose
-    // own timestamps are not RFC 3339).
-    let value = serde_json::to_value(&document).expect("document serializes");
-    if crate::schema::first_error(crate::schema::document_validator(), &value).is_some() {
+    }))
+}
+
+/// Fills in, for the planner, what the rules need beyond the scan: for every dangling thread
+/// (bound to no known session) in a store nobody holds, the digest of its record once unbound
+/// at `planned_at`; and for every store in `recoverable` (those the R3 gate admits), what a
+/// recovery of each unbound or dangling thread would hold, or the error that keeps the store.
+pub fn prepare(
+    root: &Root,
+    inv: &mut Inventory,
+    recoverable: &BTreeSet<String>,
+    planned_at: &str,
+) {
+    use rayon::prelude::*;
+    let known: BTreeSet<String> = inv.known_ids().into_iter().map(str::to_owned).collect();
+    inv.session_dirs
+        .par_iter_mut()
+        .flat_map_iter(|d| d.stores.iter_mut())
+        .filter(|s| !s.held && !s.newer_thread)
+        .for_each(|store| {
+            let mut candidates = Vec::new();
+            for t in &mut store.threads {
+                let ThreadState::Current { session_id, .. } = &t.state else {
+                    continue;
+                };
+                let dangling = session_id.as_ref().is_some_and(|s| !known.contains(s));
+                if session_id.is_some() && !dangling {
+                    continue;
+                }
+                let Ok(bytes) = root.read(Path::new(&t.path)) else {
+                    continue;
+                };
+                if dangling {
+                    t.unbound_digest =
+                        unbind_bytes(&bytes, planned_at).map(|b| crate::digest_of(&b));
+                }
+                if !store.seeded.contains(&t.id) {
+                    if let Ok(record) = serde_json::from_slice::<ThreadRecord>(&bytes) {
+                        candidates.push((t.id.clone(), record));
+                    }
+                }
+            }
+            if !recoverable.contains(&store.path) || candidates.is_empty() {
+                return;
+            }
+            let records = match load_store_records(root, &store.path) {
+                Ok(r) => r,
+                Err(e) => {
+                    store.recovery_error = Some(e);
+                    return;
+                }
+            };
+            for (tid, record) in candidates {
+                match rebuild(&records, record) {
+                    Ok(Some(r)) => {
+                        if let Some(t) = store.threads.iter_mut().find(|t| t.id == tid) {
+                            t.recovery = Some(RecoverySummary {
+                                turns: r.turns.len() as u64,
+                                messages: r.messages.len() as u64,
+                            });
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        store.recovery_error = Some(e);
+                        for t in &mut store.threads {
+                            t.recovery = None;
+                        }
+                        return;
+                    }
+                }
+            }
+        });
+}
+
+/// A recovered document and the checkpoint that binds its thread to it.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    /// The document's bytes (pretty JSON, trailing newline).
+    pub document: Vec<u8>,
+    /// The thread's new `saved_session_checkpoint`.
+    pub checkpoint: SavedSessionCheckpoint,
+    /// Counts.
+    pub summary: RecoverySummary,
+}
+
+/// The default `SessionCostSnapshot` (every field at its default).
+fn default_cost() -> Value {
+    json!({
+        "session_cost_usd": 0.0,
+        "session_cost_cny": 0.0,
+        "subagent_cost_usd": 0.0,
+        "subagent_cost_cny": 0.0,
+        "displayed_cost_high_water_usd": 0.0,
+        "displayed_cost_high_water_cny": 0.0,
+        "priced_turns": 0,
+        "unpriced_turns": 0,
+        "cny_priced_turns": 0,
+        "cny_unpriced_turns": 0,
+        "coverage_recorded": false
+    })
+}
+
+/// Builds the recovered document of the thread whose record is `thread_bytes`, in `store`
+/// (relative to S), per codewhale-format.md §8 with the deliberate differences of Version 2.
+/// `Ok(None)`: not recoverable (no turn, or an empty conversation). `Err`: the store's records
+/// are broken, or it has no readable `owner.json` (its binding could not validate).
+pub fn build_recovered(
+    root: &Root,
+    store: &str,
+    thread_bytes: &[u8],
+) -> Result<Option<Recovered>, String> {
+    let thread: ThreadRecord = serde_json::from_slice(thread_bytes)
+        .map_err(|e| format!("thread record does not parse: {e}"))?;
+    let owner = crate::recover::owner_id(root, store)
+        .ok_or_else(|| format!("{store} has no readable owner.json"))?;
+    let records = load_store_records(root, store)?;
+    let Some(r) = rebuild(&records, thread)? else {
         return Ok(None);
+    };
+    let canonical = root.canonical_anchor().join(store);
+    let scope = execution_scope(&owner, &canonical);
+    let t = &r.thread;
+    let latest = r
+        .turns
+        .iter()
+        .map(|t| t.ended_at.as_ref().unwrap_or(&t.created_at))
+        .max_by_key(|at| (at.timestamp(), at.0.clone()))
+        .map(|at| at.0.clone())
+        .unwrap_or_else(|| t.created_at.0.clone());
+    let tokens: u64 = r
+        .turns
+        .iter()
+        .filter_map(|t| t.usage.as_ref())
+        .map(|u| u64::from(u.input_tokens) + u64::from(u.output_tokens))
+        .sum();
+    let mut metadata = Map::new();
+    metadata.insert("id".into(), t.id.clone().into());
+    metadata.insert(
+        "runtime_store".into(),
+        json!({"data_dir": canonical.to_string_lossy(), "execution_scope": scope}),
+    );
+    metadata.insert(
+        "title".into(),
+        crate::title::recovered_title(t.title.as_deref(), &r.messages).into(),
+    );
+    metadata.insert("created_at".into(), t.created_at.0.clone().into());
+    metadata.insert("updated_at".into(), latest.clone().into());
+    metadata.insert("message_count".into(), r.messages.len().into());
+    metadata.insert("total_tokens".into(), tokens.into());
+    metadata.insert("model".into(), t.model.clone().into());
+    match &t.model_provider {
+        Some(p) => {
+            metadata.insert("model_provider".into(), p.clone().into());
+            if let Some(id) = &t.model_provider_id {
+                metadata.insert("model_provider_id".into(), id.clone().into());
+            }
+        }
+        None => {
+            metadata.insert("model_provider".into(), "deepseek".into());
+        }
     }
-    let n = turns.len() as u64;
-    Ok(Some((
-        Recovered {
-            document,
-            checkpoint,
+    metadata.insert("workspace".into(), t.workspace.clone().into());
+    metadata.insert("mode".into(), t.mode.clone().into());
+    metadata.insert("cost".into(), default_cost());
+    metadata.insert("cumulative_turn_secs".into(), 0.into());
+    metadata.insert("spawn_depth".into(), 0.into());
+    let messages = serde_json::to_value(&r.messages).expect("messages serialize");
+    let mut entries = Vec::with_capacity(r.messages.len());
+    let mut parent: Option<String> = None;
+    for (i, m) in r.messages.iter().enumerate() {
+        let id = derived_uuid(&format!("doctor-journal-v1:{}:{i}", t.id));
+        let mut e = Map::new();
+        e.insert("id".into(), id.clone().into());
+        if let Some(p) = &parent {
+            e.insert("parent_id".into(), p.clone().into());
+        }
+        e.insert("kind".into(), "message".into());
+        e.insert(
+            "message".into(),
+            serde_json::to_value(m).expect("message serializes"),
+        );
+        e.insert("created_at".into(), latest.clone().into());
+        e.insert("spawn_depth".into(), 0.into());
+        entries.push(Value::Object(e));
+        parent = Some(id);
+    }
+    let leaf = parent.map_or(Value::Null, Value::from);
+    let document = json!({
+        "schema_version": 1,
+        "metadata": metadata,
+        "messages": messages,
+        "journal": {"entries": entries, "leaf_id": leaf, "schema_version": 1, "spawn_depth": 0},
+        "leaf_id": leaf,
+        "system_prompt": t.system_prompt,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&document).expect("document serializes");
+    bytes.push(b'\n');
+    let checkpoint = SavedSessionCheckpoint {
+        covered_turn_id: t.latest_turn_id.clone(),
+        messages_sha256: messages_sha256(&r.messages),
+        messages_len: Some(r.messages.len() as u64),
+        retained_messages: None,
+    };
+    Ok(Some(Recovered {
+        document: bytes,
+        summary: RecoverySummary {
+            turns: r.turns.len() as u64,
+            messages: r.messages.len() as u64,
         },
-        n,
-    )))
+        checkpoint,
+    }))
 }
 
-/// Serializes a thread record as the doctor writes it (pretty JSON, trailing newline).
-pub fn thread_bytes(record: &ThreadRecord) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(record).expect("thread serializes");
+fn edit_record(bytes: &[u8], edit: impl FnOnce(&mut Map<String, Value>)) -> Option<Vec<u8>> {
+    let mut rec: Map<String, Value> = serde_json::from_slice(bytes).ok()?;
+    edit(&mut rec);
+    let mut b = serde_json::to_vec_pretty(&rec).expect("thread serializes");
     b.push(b'\n');
-    b
+    Some(b)
 }
 
-/// The record without `session_id` and `saved_session_checkpoint` (R4), as bytes.
-pub fn unbound_thread_bytes(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut rec: ThreadRecord = serde_json::from_slice(bytes).ok()?;
-    rec.session_id = None;
-    rec.saved_session_checkpoint = None;
-    Some(thread_bytes(&rec))
+/// The record without `session_id` and `saved_session_checkpoint` and with `updated_at` = `at`
+/// (R4, codewhale-format.md §9.1); every other key keeps its place and value.
+pub fn unbind_bytes(bytes: &[u8], at: &str) -> Option<Vec<u8>> {
+    edit_record(bytes, |rec| {
+        rec.shift_remove("session_id");
+        rec.shift_remove("saved_session_checkpoint");
+        rec.insert("updated_at".into(), at.into());
+    })
 }
 
-/// `owner_id` of `<store>/owner.json`, when present and readable.
+/// The record bound to document `id` with `checkpoint` and `updated_at` = `at` (§9.2).
+pub fn bind_bytes(
+    bytes: &[u8],
+    id: &str,
+    checkpoint: &SavedSessionCheckpoint,
+    at: &str,
+) -> Option<Vec<u8>> {
+    edit_record(bytes, |rec| {
+        rec.insert("updated_at".into(), at.into());
+        rec.insert("session_id".into(), id.into());
+        rec.insert(
+            "saved_session_checkpoint".into(),
+            serde_json::to_value(checkpoint).expect("checkpoint serializes"),
+        );
+    })
+}
+
+/// `owner_id` of `<store>/owner.json`, when readable and a valid record id.
 pub fn owner_id(root: &Root, store: &str) -> Option<String> {
     let bytes = root.read(Path::new(&format!("{store}/owner.json"))).ok()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
-    v.get("owner_id").and_then(Value::as_str).map(str::to_owned)
+    v.get("owner_id")
+        .and_then(Value::as_str)
+        .filter(|o| is_valid_id(o))
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ContentBlock;
+
+    #[test]
+    fn messages_hash_matches_the_test_vector() {
+        let messages = vec![
+            Message {
+                role: "user".into(),
+                content: vec![ContentBlock::text("hi")],
+            },
+            Message {
+                role: "assistant".into(),
+                content: vec![ContentBlock::text("hello")],
+            },
+        ];
+        assert_eq!(
+            messages_sha256(&messages),
+            "535b3e334916edfeb56ece3eb1525e3d6c12ce097803ead53453887d75626af4"
+        );
+    }
+
+    #[test]
+    fn non_ascii_is_hashed_as_utf8() {
+        let messages = vec![Message {
+            role: "user".into(),
+            content: vec![ContentBlock::text("héllo ✓")],
+        }];
+        let compact = "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"héllo ✓\"}]}]";
+        assert_eq!(
+            messages_sha256(&messages),
+            fsroot::hex(&Sha256::digest(compact.as_bytes()))
+        );
+    }
+
+    #[test]
+    fn scope_hashes_owner_zero_and_events_lock_path() {
+        let mut h = Sha256::new();
+        h.update(b"owner_1\0/s/a/runtime/events.lock");
+        assert_eq!(
+            execution_scope("owner_1", Path::new("/s/a/runtime")),
+            fsroot::hex(&h.finalize())
+        );
+    }
+
+    #[test]
+    fn rewrites_keep_other_keys_in_place() {
+        let rec = br#"{"schema_version":2,"id":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","future":{"a":[1,2]},"session_id":"s","saved_session_checkpoint":{"covered_turn_id":null,"messages_sha256":"00"},"zeta":true}"#;
+        let out = unbind_bytes(rec, "2026-11-29T12:00:00Z").unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"schema_version":2,"id":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-11-29T12:00:00Z","future":{"a":[1,2]},"zeta":true}"#
+        );
+        let cp = SavedSessionCheckpoint {
+            covered_turn_id: None,
+            messages_sha256: "ab".into(),
+            messages_len: Some(2),
+            retained_messages: None,
+        };
+        let out = bind_bytes(&out, "t", &cp, "2026-11-30T00:00:00Z").unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"schema_version":2,"id":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-11-30T00:00:00Z","future":{"a":[1,2]},"zeta":true,"session_id":"t","saved_session_checkpoint":{"covered_turn_id":null,"messages_sha256":"ab","messages_len":2}}"#
+        );
+    }
 }

@@ -1,27 +1,158 @@
-//! The parallel scan of S into an [`Inventory`]: one read of each document, store file and
-//! thread record, fanned out over rayon; message bodies are parsed, judged and dropped.
+//! The parallel scan of S into an [`Inventory`]: one read of each document, checkpoint, store
+//! file and thread record, fanned out over rayon; message bodies are parsed, judged as the app
+//! would load them, and dropped. Also the read-only look outside S that Version 2 asks for:
+//! automation definitions and the task stores of `$CODEWHALE_HOME`.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use fsroot::{Entry, EntryKind, FileDigest, LockProbe, Root};
 use rayon::prelude::*;
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::ids::{self, is_valid_id};
 use crate::inventory::*;
-use crate::model::KNOWN_SCHEMA_VERSION;
-use crate::schema;
+use crate::model::{
+    SavedSession, ThreadRecord, KNOWN_BLOCK_TYPES, KNOWN_JOURNAL_KINDS, KNOWN_ROLES,
+    MAX_RUNTIME_SCHEMA_VERSION, SESSION_SCHEMA_VERSION,
+};
+
+/// What the scan reads outside S, read-only: automation definitions (their text; a store whose
+/// `execution_scope` appears in one holds work) and the names the task stores' threads give.
+#[derive(Debug, Default, Clone)]
+pub struct External {
+    /// The bytes of every `*.json` under `$CODEWHALE_HOME/automations`, recursively.
+    pub automations: Vec<Vec<u8>>,
+    /// Each task thread's `session_id`, id and derived UUID.
+    pub task_names: BTreeSet<String>,
+}
+
+/// Reads [`External`] from `home` (`$CODEWHALE_HOME`, else `~/.codewhale`). A missing
+/// directory is empty; other errors are returned, each naming its path, and reading goes on.
+pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
+    let mut ext = External::default();
+    let mut errors = Vec::new();
+    let Some(home) = home else {
+        return (ext, errors);
+    };
+    if let Some(root) = open_optional(&home.join("automations"), &mut errors) {
+        let mut files = Vec::new();
+        collect_json_files(&root, Path::new(""), &mut files, &mut errors, 0);
+        for f in files {
+            match root.read(&f) {
+                Ok(b) => ext.automations.push(b),
+                Err(e) => errors.push(scan_error(&f.to_string_lossy(), &e)),
+            }
+        }
+    }
+    if let Some(root) = open_optional(&home.join("tasks").join("runtime"), &mut errors) {
+        let mut stores = vec![String::new()];
+        if let Ok(entries) = root.list(Path::new("")) {
+            stores.extend(
+                entries
+                    .into_iter()
+                    .filter(|e| e.kind == EntryKind::Dir && e.name != "threads")
+                    .filter_map(|e| e.name.to_str().map(str::to_owned)),
+            );
+        }
+        for store in stores {
+            let dir = if store.is_empty() {
+                "threads".to_owned()
+            } else {
+                format!("{store}/threads")
+            };
+            let Ok(entries) = root.list(Path::new(&dir)) else {
+                continue;
+            };
+            for e in entries {
+                let name = e.name.to_string_lossy();
+                let Some(tid) = name.strip_suffix(".json") else {
+                    continue;
+                };
+                if e.kind != EntryKind::File || !is_valid_id(tid) {
+                    continue;
+                }
+                ext.task_names.insert(tid.to_owned());
+                ext.task_names.insert(ids::thread_session_uuid(tid));
+                let rel = format!("{dir}/{name}");
+                match root.read(Path::new(&rel)) {
+                    Ok(bytes) => {
+                        if let Some(sid) = serde_json::from_slice::<Value>(&bytes)
+                            .ok()
+                            .and_then(|v| v.get("session_id")?.as_str().map(ids::name_key))
+                        {
+                            ext.task_names.insert(sid);
+                        }
+                    }
+                    Err(e) => errors.push(scan_error(&rel, &e)),
+                }
+            }
+        }
+    }
+    (ext, errors)
+}
+
+fn open_optional(path: &Path, errors: &mut Vec<ScanError>) -> Option<Root> {
+    match Root::open(path) {
+        Ok(r) => Some(r),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            errors.push(ScanError {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+fn collect_json_files(
+    root: &Root,
+    rel: &Path,
+    out: &mut Vec<std::path::PathBuf>,
+    errors: &mut Vec<ScanError>,
+    depth: usize,
+) {
+    if depth > 32 {
+        return;
+    }
+    let entries = match root.list(rel) {
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(scan_error(&rel.to_string_lossy(), &e));
+            return;
+        }
+    };
+    for e in entries {
+        let child = rel.join(&e.name);
+        match e.kind {
+            EntryKind::Dir => collect_json_files(root, &child, out, errors, depth + 1),
+            EntryKind::File if e.name.to_string_lossy().ends_with(".json") => out.push(child),
+            _ => {}
+        }
+    }
+}
+
+/// Scans S with nothing read from outside it.
+pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
+    scan_with(root, &External::default())
+}
 
 /// Scans S. Fails only when S itself cannot be listed; every other problem is recorded in
 /// [`Inventory::errors`] and the scan goes on without that entry.
 #[tracing::instrument(skip_all)]
-pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
+pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
     let top = root.list(Path::new(""))?;
-    let mut inv = Inventory::default();
+    let mut inv = Inventory {
+        task_names: ext.task_names.clone(),
+        ..Inventory::default()
+    };
     let mut doc_ids = Vec::new();
     let mut dir_ids = Vec::new();
+    let mut has_checkpoints = false;
     for entry in top {
         let Some(name) = entry.name.to_str().map(str::to_owned) else {
             inv.ignored
@@ -31,34 +162,36 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
         match classify_top(&name, entry.kind) {
             Top::Document(id) => doc_ids.push(id),
             Top::SessionDir => dir_ids.push(name),
-            Top::Checkpoints => scan_checkpoints(root, &mut inv),
+            Top::Checkpoints => has_checkpoints = true,
             Top::LateUsage => scan_late_usage(root, &mut inv),
             Top::Doctor => {}
             Top::Ignored(why) => inv.ignored.push(ignored(&name, why)),
         }
     }
 
-    let candidates: HashSet<&str> = dir_ids.iter().map(String::as_str).collect();
-    let docs: Vec<(Document, Vec<String>, Option<ScanError>)> = doc_ids
+    let names = NameMatcher::new(&dir_ids);
+    let docs: Vec<(Document, BTreeSet<String>, Option<ScanError>)> = doc_ids
         .par_iter()
-        .map(|id| scan_document(root, id, &candidates))
+        .map(|id| scan_document(root, id, &format!("{id}.json"), &names))
         .collect();
     for (doc, named, err) in docs {
         inv.named_by_documents.extend(named);
         inv.errors.extend(err);
         inv.documents.push(doc);
     }
+    if has_checkpoints {
+        scan_checkpoints(root, &names, &mut inv);
+    }
 
     let dirs: Vec<(SessionDir, Vec<Ignored>, Vec<ScanError>)> = dir_ids
         .par_iter()
-        .map(|id| scan_session_dir(root, id))
+        .map(|id| scan_session_dir(root, id, ext))
         .collect();
     for (dir, ign, errs) in dirs {
         inv.ignored.extend(ign);
         inv.errors.extend(errs);
         inv.session_dirs.push(dir);
     }
-    summarize_orphans(root, &mut inv);
     let (temps, ignored): (Vec<Ignored>, Vec<Ignored>) = std::mem::take(&mut inv.ignored)
         .into_iter()
         .partition(|i| i.why == INTERRUPTED_WRITE);
@@ -70,58 +203,47 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
     Ok(inv)
 }
 
-/// For every unbound or dangling thread in a store nobody holds, reads its turns once to learn
-/// whether it is recoverable, and digests the record as R4 would rewrite it.
-fn summarize_orphans(root: &Root, inv: &mut Inventory) {
-    let known: HashSet<String> = inv.known_ids().into_iter().map(str::to_owned).collect();
-    let errors: Vec<ScanError> = inv
-        .session_dirs
-        .par_iter_mut()
-        .flat_map_iter(|dir| dir.stores.iter_mut())
-        .filter(|store| !store.held)
-        .flat_map(|store| {
-            let owner = store.owner_id.clone();
-            let path = store.path.clone();
-            let known = &known;
-            store.threads.par_iter_mut().filter_map(move |t| {
-                let ThreadState::Current { session_id, .. } = &t.state else {
-                    return None;
-                };
-                if session_id.as_ref().is_some_and(|s| known.contains(s)) {
-                    return None;
-                }
-                summarize_thread(root, &path, owner.as_deref(), t).err()
-            })
-        })
-        .collect();
-    inv.errors.extend(errors);
+/// Finds which session-directory ids a document's text names: a UUID-shaped id in any case,
+/// any other id as a substring (the app's rule, codewhale-format.md §9.7 step 6; it errs toward
+/// keeping). One pass over the text per automaton, whatever the number of ids.
+struct NameMatcher {
+    uuids: Option<(AhoCorasick, Vec<String>)>,
+    others: Option<(AhoCorasick, Vec<String>)>,
 }
 
-fn summarize_thread(
-    root: &Root,
-    store: &str,
-    owner: Option<&str>,
-    t: &mut Thread,
-) -> Result<(), ScanError> {
-    let bytes = root
-        .read(Path::new(&t.path))
-        .map_err(|e| scan_error(&t.path, &e))?;
-    if let ThreadState::Current {
-        session_id: Some(_),
-        ..
-    } = &t.state
-    {
-        t.unbound_digest = crate::recover::unbound_thread_bytes(&bytes).map(|b| digest_of(&b));
+impl NameMatcher {
+    fn new(ids: &[String]) -> NameMatcher {
+        let (uuids, others): (Vec<&String>, Vec<&String>) =
+            ids.iter().partition(|id| ids::is_uuid(id));
+        let build = |pats: Vec<&String>, ci: bool| -> Option<(AhoCorasick, Vec<String>)> {
+            if pats.is_empty() {
+                return None;
+            }
+            let pats: Vec<String> = pats.into_iter().cloned().collect();
+            let ac = AhoCorasickBuilder::new()
+                .ascii_case_insensitive(ci)
+                .build(&pats)
+                .ok()?;
+            Some((ac, pats))
+        };
+        NameMatcher {
+            uuids: build(uuids, true),
+            others: build(others, false),
+        }
     }
-    let Ok(record) = serde_json::from_slice::<crate::model::ThreadRecord>(&bytes) else {
-        return Ok(());
-    };
-    let mut left_out = Vec::new();
-    let built = crate::recover::build_recovered(root, store, owner, &record, &mut left_out)
-        .map_err(|e| scan_error(&t.path, &e))?;
-    t.recovery = built.map(|(r, n)| r.summary(n));
-    t.left_out_turns = left_out;
-    Ok(())
+
+    fn named(&self, text: &[u8]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for (ac, pats) in [&self.uuids, &self.others].into_iter().flatten() {
+            let mut seen = HashSet::new();
+            for m in ac.find_overlapping_iter(text) {
+                if seen.insert(m.pattern()) {
+                    out.insert(pats[m.pattern().as_usize()].clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Why-marker of a doctor temp file left by an interrupted atomic write.
@@ -147,9 +269,7 @@ fn classify_top(name: &str, kind: EntryKind) -> Top {
             return Top::Doctor
         }
         _ if ids::STRUCTURAL.contains(&name) => return Top::Ignored("unexpected kind of entry"),
-        _ if ids::RESERVED_FILES.contains(&name) => {
-            return Top::Ignored("reserved name (host bookkeeping)")
-        }
+        _ if ids::is_reserved_top(name) => return Top::Ignored("reserved name (host bookkeeping)"),
         _ => {}
     }
     match kind {
@@ -182,23 +302,28 @@ fn scan_error(path: &str, e: &fsroot::Error) -> ScanError {
 fn scan_document(
     root: &Root,
     id: &str,
-    candidates: &HashSet<&str>,
-) -> (Document, Vec<String>, Option<ScanError>) {
-    let path = format!("{id}.json");
-    let (state, named, err) = match root.read(Path::new(&path)) {
+    path: &str,
+    names: &NameMatcher,
+) -> (Document, BTreeSet<String>, Option<ScanError>) {
+    let (state, named, err) = match root.read(Path::new(path)) {
         Ok(bytes) => {
-            let (state, named) = judge_document(id, &bytes, candidates);
+            let state = judge_document(id, &bytes);
+            let named = if state.is_known() {
+                names.named(&bytes)
+            } else {
+                BTreeSet::new()
+            };
             (state, named, None)
         }
         Err(e) => (
             DocState::Inaccessible,
-            Vec::new(),
-            Some(scan_error(&path, &e)),
+            BTreeSet::new(),
+            Some(scan_error(path, &e)),
         ),
     };
     let doc = Document {
         id: id.to_owned(),
-        path,
+        path: path.to_owned(),
         state,
     };
     (doc, named, err)
@@ -212,16 +337,16 @@ pub fn digest_of(bytes: &[u8]) -> FileDigest {
     }
 }
 
-/// The declared `schema_version` when it is a number above the known version. Floats such as
-/// `2.0` and integers beyond `u64` (parsed as floats) count too: any newer number is kept, never
-/// judged as version 1. Saturates at `u64::MAX`.
-fn newer_version(value: &Value) -> Option<u64> {
-    let v = value.get("schema_version")?;
+/// A numeric `schema_version` above `known`. Floats such as `2.0` and integers beyond `u64`
+/// (parsed as floats) count too: any newer number is kept, never judged as an older version.
+/// Saturates at `u64::MAX`.
+fn newer_than(v: Option<&Value>, known: u64) -> Option<u64> {
+    let v = v?;
     if let Some(n) = v.as_u64() {
-        return (n > KNOWN_SCHEMA_VERSION).then_some(n);
+        return (n > known).then_some(n);
     }
     let f = v.as_f64()?;
-    (f > KNOWN_SCHEMA_VERSION as f64).then_some(f as u64)
+    (f > known as f64).then_some(f as u64)
 }
 
 /// Reasons quote offending values; a reason is cut so a huge value cannot flood the plan, the
@@ -235,60 +360,173 @@ fn cut_reason(reason: String) -> String {
     }
 }
 
-/// Judges the bytes of document `<id>.json`: readable, newer schema, or unreadable with a
-/// reason. For a readable document, also returns which of `candidates` its text names.
-pub fn judge_document(
-    id: &str,
-    bytes: &[u8],
-    candidates: &HashSet<&str>,
-) -> (DocState, Vec<String>) {
+/// Judges the bytes of document `<id>.json` as the app loads it (store-format.md, Version 2):
+/// readable, unknown content, newer schema, or unreadable with a reason.
+pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
     let unreadable = |reason: String| DocState::Unreadable {
         reason: cut_reason(format!("unreadable document: {reason}")),
         digest: digest_of(bytes),
     };
-    let value: Value = match serde_json::from_slice(bytes) {
+    let mut value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
-        Err(e) => return (unreadable(e.to_string()), Vec::new()),
+        Err(e) => return unreadable(e.to_string()),
     };
-    let data_dir = value
-        .pointer("/metadata/runtime_store/data_dir")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(version) = newer_version(&value) {
-        return (DocState::NewerSchema { version, data_dir }, Vec::new());
+    let data_dir = || {
+        value
+            .pointer("/metadata/runtime_store/data_dir")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    if let Some(version) = newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION)
+        .or_else(|| {
+            newer_than(
+                value.pointer("/journal/schema_version"),
+                SESSION_SCHEMA_VERSION,
+            )
+        })
+    {
+        return DocState::NewerSchema {
+            version,
+            data_dir: data_dir(),
+        };
     }
-    if let Some(err) = schema::first_error(schema::document_validator(), &value) {
-        return (unreadable(err), Vec::new());
+    let data_dir = data_dir();
+    let mut unknown = None;
+    let session = match SavedSession::deserialize(&value) {
+        Ok(s) => s,
+        Err(e) => {
+            // Readable but for names the doctor does not know? Replace them with known ones
+            // and try again: only then is the document kept as unknown content.
+            unknown = neutralize_unknown(&mut value);
+            match (&unknown, SavedSession::deserialize(&value)) {
+                (Some(_), Ok(s)) => s,
+                _ => return unreadable(e.to_string()),
+            }
+        }
+    };
+    if session.metadata.id != id {
+        return unreadable(format!(
+            "metadata.id {:?} does not match the file name",
+            session.metadata.id
+        ));
     }
-    let declared = value.pointer("/metadata/id").and_then(Value::as_str);
-    if declared != Some(id) {
-        let declared = declared.unwrap_or_default();
-        return (
-            unreadable(format!(
-                "metadata.id {declared:?} does not match the file name"
-            )),
-            Vec::new(),
+    if let Some(journal) = &session.journal {
+        if let Err(why) = check_journal(journal) {
+            return unreadable(format!("broken journal: {why}"));
+        }
+    }
+    let unknown = unknown.or_else(|| {
+        let roles = session.messages.iter().map(|m| m.role.as_str()).chain(
+            session.journal.iter().flat_map(|j| {
+                j.entries.iter().filter_map(|e| match &e.body {
+                    crate::model::EntryBody::Message { message } => Some(message.role.as_str()),
+                    _ => None,
+                })
+            }),
         );
+        let mut roles = roles;
+        roles
+            .find(|r| !KNOWN_ROLES.contains(r))
+            .map(|r| format!("message role {r:?}"))
+    });
+    match unknown {
+        Some(unknown) => DocState::UnknownContent { data_dir, unknown },
+        None => DocState::Readable { data_dir },
     }
-    drop(value);
-    let mut named = BTreeSet::new();
-    if !candidates.is_empty() {
-        // Most tokens of a conversation are words no candidate id can equal: a length check
-        // skips them before any hashing.
-        let max_len = candidates.iter().map(|c| c.len()).max().unwrap_or(0);
-        ids::for_each_token(bytes, |tok| {
-            if tok.len() > max_len {
-                return;
+}
+
+/// Replaces every unknown content block `type` and journal entry `kind` in `doc` with a known
+/// one, returning the first unknown name met (`None` when there was none).
+fn neutralize_unknown(doc: &mut Value) -> Option<String> {
+    let mut first = None;
+    let fix_blocks = |msg: &mut Value, first: &mut Option<String>| {
+        let Some(blocks) = msg.get_mut("content").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for b in blocks {
+            let Some(t) = b.get("type").and_then(Value::as_str) else {
+                continue;
+            };
+            if !KNOWN_BLOCK_TYPES.contains(&t) {
+                first.get_or_insert_with(|| format!("content block type {t:?}"));
+                *b = serde_json::json!({"type": "text", "text": ""});
             }
-            // Id bytes are ASCII, so a token is always valid UTF-8.
-            if let Ok(t) = std::str::from_utf8(tok) {
-                if candidates.contains(t) {
-                    named.insert(t.to_owned());
+        }
+    };
+    if let Some(msgs) = doc.get_mut("messages").and_then(Value::as_array_mut) {
+        for m in msgs {
+            fix_blocks(m, &mut first);
+        }
+    }
+    if let Some(entries) = doc
+        .pointer_mut("/journal/entries")
+        .and_then(Value::as_array_mut)
+    {
+        for e in entries {
+            let Some(obj) = e.as_object_mut() else {
+                continue;
+            };
+            match obj.get("kind").and_then(Value::as_str) {
+                Some("message") => {
+                    if let Some(m) = obj.get_mut("message") {
+                        fix_blocks(m, &mut first);
+                    }
                 }
+                Some(k) if !KNOWN_JOURNAL_KINDS.contains(&k) => {
+                    first.get_or_insert_with(|| format!("journal entry kind {k:?}"));
+                    obj.insert("kind".into(), "user".into());
+                    obj.insert("text".into(), "".into());
+                }
+                _ => {}
             }
-        });
+        }
     }
-    (DocState::Readable { data_dir }, named.into_iter().collect())
+    first
+}
+
+/// The app's journal checks (codewhale-format.md §1.7 item 6): non-empty unique entry ids,
+/// every parent present, the leaf present, no cycle.
+fn check_journal(j: &crate::model::SessionJournal) -> Result<(), String> {
+    use std::collections::HashMap;
+    let mut parent: HashMap<&str, Option<&str>> = HashMap::with_capacity(j.entries.len());
+    for e in &j.entries {
+        if e.id.is_empty() {
+            return Err("an entry has an empty id".into());
+        }
+        if parent.insert(&e.id, e.parent_id.as_deref()).is_some() {
+            return Err(format!("entry id {:?} is duplicated", e.id));
+        }
+    }
+    for e in &j.entries {
+        if let Some(p) = &e.parent_id {
+            if !parent.contains_key(p.as_str()) {
+                return Err(format!("entry {:?} names a missing parent {p:?}", e.id));
+            }
+        }
+    }
+    if let Some(leaf) = &j.leaf_id {
+        if !parent.contains_key(leaf.as_str()) {
+            return Err(format!("leaf {leaf:?} is not an entry"));
+        }
+    }
+    // A walk from any entry reaches a root within as many steps as there are entries.
+    let mut settled: HashSet<&str> = HashSet::new();
+    for e in &j.entries {
+        let mut path = Vec::new();
+        let mut at = Some(e.id.as_str());
+        while let Some(id) = at {
+            if settled.contains(id) {
+                break;
+            }
+            if path.contains(&id) || path.len() > j.entries.len() {
+                return Err(format!("the parent chain of entry {:?} has a cycle", e.id));
+            }
+            path.push(id);
+            at = parent.get(id).copied().flatten();
+        }
+        settled.extend(path);
+    }
+    Ok(())
 }
 
 fn list_or_record(root: &Root, rel: &str, errors: &mut Vec<ScanError>) -> Option<Vec<Entry>> {
@@ -301,20 +539,37 @@ fn list_or_record(root: &Root, rel: &str, errors: &mut Vec<ScanError>) -> Option
     }
 }
 
-fn scan_checkpoints(root: &Root, inv: &mut Inventory) {
+fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
     let Some(entries) = list_or_record(root, "checkpoints", &mut inv.errors) else {
         return;
     };
+    let mut ids = Vec::new();
     for e in entries {
         let name = e.name.to_string_lossy();
         match name.strip_suffix(".json") {
-            Some(id) if e.kind == EntryKind::File && is_valid_id(id) => {
-                inv.checkpoints.insert(id.to_owned());
+            Some(id)
+                if e.kind == EntryKind::File
+                    && is_valid_id(id)
+                    && !ids::RESERVED_CHECKPOINT_IDS.contains(&id) =>
+            {
+                ids.push(id.to_owned());
             }
             _ => inv
                 .ignored
                 .push(ignored(&format!("checkpoints/{name}"), "not a checkpoint")),
         }
+    }
+    let scanned: Vec<_> = ids
+        .par_iter()
+        .map(|id| scan_document(root, id, &format!("checkpoints/{id}.json"), names))
+        .collect();
+    for (doc, named, err) in scanned {
+        inv.named_by_documents.extend(named);
+        inv.errors.extend(err);
+        if let Some(d) = doc.state.data_dir() {
+            inv.checkpoint_bindings.insert(doc.id.clone(), d.to_owned());
+        }
+        inv.checkpoints.insert(doc.id);
     }
 }
 
@@ -354,19 +609,25 @@ fn scan_late_usage(root: &Root, inv: &mut Inventory) {
     }
 }
 
-fn scan_session_dir(root: &Root, id: &str) -> (SessionDir, Vec<Ignored>, Vec<ScanError>) {
+fn scan_session_dir(
+    root: &Root,
+    id: &str,
+    ext: &External,
+) -> (SessionDir, Vec<Ignored>, Vec<ScanError>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
     let mut dir = SessionDir {
         id: id.to_owned(),
         path: id.to_owned(),
         artifact_only: false,
+        empty: false,
         newest_mtime: 0,
         stores: Vec::new(),
     };
     let Some(entries) = list_or_record(root, id, &mut errs) else {
         return (dir, ign, errs);
     };
+    dir.empty = entries.is_empty();
     // An empty directory holds nothing to set aside: it is not artifact-only.
     let mut artifact_only = !entries.is_empty();
     let mut store_names = Vec::new();
@@ -397,7 +658,7 @@ fn scan_session_dir(root: &Root, id: &str) -> (SessionDir, Vec<Ignored>, Vec<Sca
     }
     dir.stores = store_names
         .par_iter()
-        .map(|name| scan_store(root, &format!("{id}/{name}")))
+        .map(|name| scan_store(root, &format!("{id}/{name}"), ext))
         .collect::<Vec<_>>()
         .into_iter()
         .map(|(store, i, e)| {
@@ -432,7 +693,7 @@ fn newest_mtime(root: &Root, rel: &Path) -> fsroot::Result<i64> {
     Ok(newest)
 }
 
-fn scan_store(root: &Root, path: &str) -> (Store, Vec<Ignored>, Vec<ScanError>) {
+fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, Vec<ScanError>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
     let lock = format!("{path}/{}", ids::OWNER_LOCK);
@@ -472,34 +733,55 @@ fn scan_store(root: &Root, path: &str) -> (Store, Vec<Ignored>, Vec<ScanError>) 
     let state_rel = format!("{path}/state.json");
     match read_json_if_present(root, &state_rel) {
         Ok(None) => {}
-        Ok(Some(v)) => {
-            let next_seq = v.get("next_seq");
-            match next_seq {
-                None => {}
-                Some(n) => holds_work |= n.as_u64().is_none_or(|n| n > 1),
-            }
-        }
+        Ok(Some(v)) => match v.get("next_seq") {
+            None => {}
+            Some(n) => holds_work |= n.as_u64().is_none_or(|n| n > 1),
+        },
         Err(e) => {
             errs.push(e);
             holds_work = true;
         }
     }
     let owner_id = match read_json_if_present(root, &format!("{path}/owner.json")) {
-        Ok(v) => v.and_then(|v| v.get("owner_id").and_then(Value::as_str).map(str::to_owned)),
+        Ok(v) => v.and_then(|v| {
+            v.get("owner_id")
+                .and_then(Value::as_str)
+                .filter(|o| is_valid_id(o))
+                .map(str::to_owned)
+        }),
         Err(e) => {
             errs.push(e);
             None
         }
     };
-    let threads = scan_threads(root, path, &mut ign, &mut errs);
+    if !holds_work && !ext.automations.is_empty() {
+        if let Some(owner) = &owner_id {
+            let scope = crate::recover::execution_scope(owner, &root.canonical_anchor().join(path));
+            holds_work = ext
+                .automations
+                .iter()
+                .any(|a| memchr_find(a, scope.as_bytes()));
+        }
+    }
+    let (threads, seeded) = scan_threads(root, path, &mut ign, &mut errs);
+    let newer_thread = threads
+        .iter()
+        .any(|t| matches!(t.state, ThreadState::NewerSchema { .. }));
     let store = Store {
         path: path.to_owned(),
         held,
         holds_work,
         owner_id,
         threads,
+        newer_thread,
+        seeded,
+        recovery_error: None,
     };
     (store, ign, errs)
+}
+
+fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn read_json_if_present(root: &Root, rel: &str) -> Result<Option<Value>, ScanError> {
@@ -523,18 +805,23 @@ fn scan_threads(
     store: &str,
     ign: &mut Vec<Ignored>,
     errs: &mut Vec<ScanError>,
-) -> Vec<Thread> {
+) -> (Vec<Thread>, BTreeSet<String>) {
     let dir = format!("{store}/threads");
+    let mut seeded = BTreeSet::new();
     match root.stat(Path::new(&dir)) {
         Ok(Some(s)) if s.kind == EntryKind::Dir => {}
-        _ => return Vec::new(),
+        _ => return (Vec::new(), seeded),
     }
     let Some(entries) = list_or_record(root, &dir, errs) else {
-        return Vec::new();
+        return (Vec::new(), seeded);
     };
     let mut tids = Vec::new();
     for e in entries {
         let name = e.name.to_string_lossy();
+        if let Some(tid) = name.strip_suffix(".seed").filter(|t| is_valid_id(t)) {
+            seeded.insert(tid.to_owned());
+            continue;
+        }
         match name.strip_suffix(".json") {
             Some(tid) if e.kind == EntryKind::File && is_valid_id(tid) => tids.push(tid.to_owned()),
             _ if e.kind == EntryKind::Symlink => ign.push(ignored(
@@ -561,17 +848,17 @@ fn scan_threads(
                 path,
                 recovery: None,
                 unbound_digest: None,
-                left_out_turns: Vec::new(),
             })
         })
         .collect();
-    results
+    let threads = results
         .into_iter()
         .filter_map(|r| r.map_err(|e| errs.push(e)).ok())
-        .collect()
+        .collect();
+    (threads, seeded)
 }
 
-/// Judges the bytes of thread record `<tid>.json`.
+/// Judges the bytes of thread record `<tid>.json` as the app reads it (codewhale-format.md §5).
 pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
@@ -581,7 +868,7 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
             }
         }
     };
-    if let Some(version) = newer_version(&value) {
+    if let Some(version) = newer_than(value.get("schema_version"), MAX_RUNTIME_SCHEMA_VERSION) {
         let session_id = value
             .get("session_id")
             .and_then(Value::as_str)
@@ -591,23 +878,125 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
             session_id,
         };
     }
-    if let Some(reason) = schema::first_error(schema::thread_validator(), &value) {
-        return ThreadState::Unreadable {
-            reason: cut_reason(reason),
-        };
-    }
-    if value.get("id").and_then(Value::as_str) != Some(tid) {
+    let record = match ThreadRecord::deserialize(&value) {
+        Ok(r) => r,
+        Err(e) => {
+            return ThreadState::Unreadable {
+                reason: cut_reason(e.to_string()),
+            }
+        }
+    };
+    if record.id != tid {
         return ThreadState::Unreadable {
             reason: "id does not match the file name".into(),
         };
     }
     ThreadState::Current {
-        session_id: value
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        has_checkpoint: value
-            .get("saved_session_checkpoint")
-            .is_some_and(|c| !c.is_null()),
+        has_checkpoint: record.saved_session_checkpoint.is_some(),
+        session_id: record.session_id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(extra: &str) -> String {
+        format!(
+            r#"{{"metadata":{{"id":"a","title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","message_count":1,"total_tokens":0,"model":"m","workspace":"/w"}},"messages":[{{"role":"user","content":[{{"type":"text","text":"hi"}}]}}]{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn a_real_document_without_schema_version_is_readable() {
+        assert!(matches!(
+            judge_document("a", doc("").as_bytes()),
+            DocState::Readable { data_dir: None }
+        ));
+    }
+
+    #[test]
+    fn unknown_names_are_unknown_content_not_damage() {
+        let d = doc("").replace(r#""type":"text","text":"hi""#, r#""type":"hologram""#);
+        match judge_document("a", d.as_bytes()) {
+            DocState::UnknownContent { unknown, .. } => {
+                assert_eq!(unknown, r#"content block type "hologram""#)
+            }
+            other => panic!("{other:?}"),
+        }
+        let d = doc("").replace(r#""role":"user""#, r#""role":"critic""#);
+        assert!(matches!(
+            judge_document("a", d.as_bytes()),
+            DocState::UnknownContent { .. }
+        ));
+        // An unknown block and a real defect: unreadable.
+        let d = doc("")
+            .replace(r#""type":"text","text":"hi""#, r#""type":"hologram""#)
+            .replace(r#""model":"m","#, "");
+        assert!(matches!(
+            judge_document("a", d.as_bytes()),
+            DocState::Unreadable { .. }
+        ));
+    }
+
+    #[test]
+    fn string_content_and_broken_journals_are_unreadable() {
+        let d = doc("").replace(r#"[{"type":"text","text":"hi"}]"#, r#""hi""#);
+        assert!(matches!(
+            judge_document("a", d.as_bytes()),
+            DocState::Unreadable { .. }
+        ));
+        let entry = |id: &str, parent: &str| {
+            format!(
+                r#"{{"id":"{id}",{parent}"kind":"user","text":"x","created_at":"2026-09-01T10:00:00Z"}}"#
+            )
+        };
+        let ok = doc(&format!(
+            r#","journal":{{"entries":[{},{}],"leaf_id":"e2"}}"#,
+            entry("e1", ""),
+            entry("e2", r#""parent_id":"e1","#)
+        ));
+        assert!(matches!(
+            judge_document("a", ok.as_bytes()),
+            DocState::Readable { .. }
+        ));
+        for bad in [
+            format!(r#","journal":{{"entries":[{}]}}"#, entry("e1", r#""parent_id":"x","#)),
+            format!(r#","journal":{{"entries":[{}],"leaf_id":"zz"}}"#, entry("e1", "")),
+            format!(
+                r#","journal":{{"entries":[{},{}]}}"#,
+                entry("e1", r#""parent_id":"e2","#),
+                entry("e2", r#""parent_id":"e1","#)
+            ),
+            format!(r#","journal":{{"entries":[{},{}]}}"#, entry("e1", ""), entry("e1", "")),
+        ] {
+            assert!(
+                matches!(
+                    judge_document("a", doc(&bad).as_bytes()),
+                    DocState::Unreadable { .. }
+                ),
+                "{bad}"
+            );
+        }
+        let newer = doc(r#","journal":{"entries":[],"schema_version":2}"#);
+        assert!(matches!(
+            judge_document("a", newer.as_bytes()),
+            DocState::NewerSchema { version: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn uuid_names_match_in_any_case_and_other_ids_as_substrings() {
+        let ids = vec![
+            "0F8FAD5B-D9CB-469F-A165-70867728950E".to_owned(),
+            "build".to_owned(),
+            "zzz".to_owned(),
+        ];
+        let m = NameMatcher::new(&ids);
+        let named = m.named(b"see 0f8fad5b-d9cb-469f-a165-70867728950e and rebuilding");
+        assert_eq!(
+            named.into_iter().collect::<Vec<_>>(),
+            ["0F8FAD5B-D9CB-469F-A165-70867728950E", "build"]
+        );
     }
 }

@@ -6,10 +6,12 @@ use store::DocState;
 
 /// ## What it finds
 ///
-/// A session document `S/<id>.json` (a valid id, not a reserved name) that is not readable:
-/// not JSON, not UTF-8, truncated anywhere (also after an intact metadata prefix: the whole
-/// document is parsed), wrong types or missing required fields (it is validated against
-/// `docs/schemas/document.schema.json`), or a `metadata.id` different from the file stem.
+/// A session document `S/<id>.json` (a valid id, not a reserved name) that the app could not
+/// load as a `SavedSession`: not JSON, not UTF-8, truncated anywhere (also after an intact
+/// metadata prefix: the whole document is parsed), a required field missing or mistyped,
+/// `content` given as a string instead of an array of blocks, a `metadata.id` different from
+/// the file stem, or a broken journal (an empty or duplicated entry id, a missing parent, an
+/// unknown leaf, a cycle). A document without `schema_version` is version 1.
 ///
 /// ## What it does
 ///
@@ -19,12 +21,17 @@ use store::DocState;
 ///
 /// ## What it never touches
 ///
-/// - a document whose `schema_version` is newer than 1: kept, counted in
+/// - a document whose `schema_version` (or its journal's) is newer than 1: kept, counted in
 ///   `documents_newer_schema`, and still counts as a known session;
+/// - a document whose only problem is a content block `type`, journal `kind` or message `role`
+///   the doctor does not know (the app may be newer): kept, counted in
+///   `documents_unknown_content`, listed under `skipped`, and still a known session;
 /// - the document of a live session (its `.late-usage/<id>.live` lease is held by another
 ///   process): listed under `skipped`;
-/// - reserved names (`session_boot_owners.json`), names that are not valid ids, directories
-///   or symlinks named `x.json`: listed under `ignored`.
+/// - reserved names (`session_boot_owners.json`, `latest.json`, `offline_queue.json`, any
+///   `*.lock`), names that are not valid ids, directories or symlinks named `x.json`: listed
+///   under `ignored`;
+/// - approval-receipt sidecars and late-usage ledgers, which are not the document.
 ///
 /// ## Example
 ///
@@ -51,11 +58,19 @@ impl Rule for UnreadableDocument {
                     out.counts.documents_newer_schema += 1;
                     continue;
                 }
+                DocState::UnknownContent { unknown, .. } => {
+                    out.counts.documents_unknown_content += 1;
+                    out.skipped.push(Skipped {
+                        path: doc.path.clone(),
+                        rule: self.code().into(),
+                        why: format!("unknown content kept: {unknown}"),
+                    });
+                    continue;
+                }
                 DocState::Unreadable { reason, digest } => (reason, digest),
                 DocState::Readable { .. } | DocState::Inaccessible => continue,
             };
             if cx.refs.live_sessions.contains(&doc.id) {
-                out.counts.stores_in_use += 1;
                 out.skipped.push(Skipped {
                     path: doc.path.clone(),
                     rule: self.code().into(),

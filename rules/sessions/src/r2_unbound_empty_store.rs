@@ -7,9 +7,10 @@ use plan::{ActionKind, ItemKind, Skipped};
 /// ## What it finds
 ///
 /// A runtime store (`S/<id>/runtime` or `S/<id>/runtime-recovered-*`) that no known document
-/// binds (after R1's and R3's projection), that holds no work (its seven work directories are
-/// empty or absent and `state.json` has `next_seq` of at most 1), and whose owner lock no other
-/// process holds.
+/// and no checkpoint binds (after R1's and R3's projection; a binding is compared lexically and
+/// in its canonical form, so one spelled through a symlink binds), that holds no work (its seven
+/// work directories are empty or absent, `state.json` has `next_seq` of at most 1 and parses,
+/// and no automation is pinned to it), and whose owner lock no other process holds.
 ///
 /// ## What it does
 ///
@@ -25,8 +26,17 @@ use plan::{ActionKind, ItemKind, Skipped};
 /// - a store any known document binds, wherever it lives (a host binds many documents to the
 ///   store under the id it booted with), including `runtime-recovered-*` stores;
 /// - an unbound store that holds work with nothing recoverable (`stores_kept_with_work`);
-/// - a store whose owner lock another process holds, or in a live session's directory
-///   (`stores_in_use`), even when empty.
+/// - a store whose owner lock another process holds, or in a live session's directory, even
+///   when empty (counted in `stores_in_use` when no document binds it, as the app counts);
+/// - a store any checkpoint binds, and a store pinned by an automation (an `*.json` under
+///   `$CODEWHALE_HOME/automations` that contains its `execution_scope`), which holds work.
+///
+/// ## Empty session directories
+///
+/// When the store was the last entry of its session directory, the same action removes the
+/// emptied directory (an empty directory holds no data; the receipt says so, and a restore
+/// recreates it). A kill between the two leaves the directory empty; the next run plans its
+/// removal (`remove_empty_dir`), for a directory of no known or live session.
 ///
 /// ## Example
 ///
@@ -50,8 +60,9 @@ impl Rule for UnboundEmptyStore {
         for dir in &cx.inventory.session_dirs {
             for store in &dir.stores {
                 if store.held || cx.is_live_path(&store.path) {
-                    out.counts.stores_in_use += 1;
                     if !cx.refs.is_bound(&store.path) {
+                        // The app's counter: held stores no document binds.
+                        out.counts.stores_in_use += 1;
                         out.skipped.push(Skipped {
                             path: store.path.clone(),
                             rule: self.code().into(),
@@ -80,6 +91,21 @@ impl Rule for UnboundEmptyStore {
                     reason: reason.into(),
                     expect: Expect::TreeOfPath,
                     effect: Effect::None,
+                });
+            }
+            // A session directory a set-aside left empty (a kill came before its removal).
+            if dir.empty
+                && !cx.refs.known_sessions.contains(&dir.id)
+                && !cx.refs.live_sessions.contains(&dir.id)
+            {
+                out.proposals.push(Proposal {
+                    action: ActionKind::RemoveEmptyDir,
+                    path: dir.path.clone(),
+                    kind: None,
+                    document: None,
+                    reason: "empty session directory: it holds no data".into(),
+                    expect: Expect::TreeOfPath,
+                    effect: Effect::DirRemoved,
                 });
             }
         }

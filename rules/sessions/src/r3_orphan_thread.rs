@@ -1,4 +1,5 @@
-//! R3 `orphan-thread`: recovers a document for an unbound thread that holds a conversation.
+//! R3 `orphan-thread`: recovers a document for an unbound thread that holds a conversation, in
+//! a store no document binds.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
 use plan::{ActionKind, Precondition, Skipped};
@@ -6,35 +7,44 @@ use store::ThreadState;
 
 /// ## What it finds
 ///
-/// An unbound thread (no `session_id`, or one R4 unbinds in the same plan) in a store no other
-/// process holds, that is recoverable: at least one `completed` turn and a non-empty
-/// reconstructed conversation. Bound and unbound stores alike.
+/// In a runtime store that no document or checkpoint binds (a document whose id is one of the
+/// store's own thread ids does not count: it is a recovery a crash interrupted), that no other
+/// process holds and that holds no thread of a newer schema: an unbound thread (no
+/// `session_id`, or one R4 unbinds in the same plan) that is recoverable: at least one turn (any
+/// status) whose items rebuild into a non-empty conversation (codewhale-format.md §7). In a
+/// bound store R3 plans nothing: threads that never had a document there (Runtime-API and task
+/// threads of a host store) never get one.
 ///
 /// ## What it does
 ///
-/// One `recover_thread` action: writes `S/<tid>.json` atomically (title `Recovered: <thread
-/// title, else first user message>` cut to 100 characters; the messages of the completed turns
-/// in `seq` order; `message_count`; `total_tokens` and `cost` summed from the turns' usage,
-/// with priced and unpriced turns counted; the thread's timestamps; `runtime_store.data_dir` =
-/// the store relative to S and its `execution_scope`), then binds the thread: `session_id` =
-/// the thread id, `saved_session_checkpoint` covering the latest completed turn and every
-/// message. When `S/<tid>.json` already exists, is readable and binds this store (a crash
-/// between the two writes), only the binding is planned (`bind_thread`).
+/// One `recover_thread` action: writes `S/<tid>.json` (the thread id is the document id), the
+/// `SavedSession` the app would load (§8): content blocks, a journal whose entry ids derive from
+/// the thread id, `model`, `workspace`, `mode` and `system_prompt` from the thread, title
+/// `Recovered: <thread title, else the derived title>` sanitized and cut to 100 characters,
+/// `total_tokens` summed from the turns' usage, `created_at` the thread's and `updated_at` the
+/// latest turn's end, and `runtime_store` = the store's canonical absolute path with the app's
+/// `execution_scope`. Then binds the thread: `session_id` = the id, `saved_session_checkpoint`
+/// = `{covered_turn_id: latest_turn_id, messages_sha256, messages_len}` with the hash of the
+/// app's compact serialization, `updated_at` = the plan's instant. When `S/<tid>.json` already
+/// exists, is readable and binds this store (a crash between the two writes), only the binding
+/// is planned (`bind_thread`).
 ///
 /// ## What it never touches
 ///
 /// - an existing document: when `S/<tid>.json` exists and does not bind this store, or another
 ///   thread with the same id is recovered first (stores in path order), nothing is planned and
 ///   the thread is listed under `skipped` with `why: "document id taken"`;
-/// - a thread in a held store, in a live session's directory, or of a newer schema;
-/// - a turn file that does not parse or validate: left out of the recovery and listed under
-///   `skipped` with why.
+/// - a thread whose id has a `.late-usage/<tid>.deleted` tombstone (`session was deleted`);
+/// - a store without a readable `owner.json` (its binding could not validate), and a store one
+///   of whose turn or item files cannot be read: kept whole, the reason listed under `skipped`;
+/// - a thread with a seed journal (`threads/<tid>.seed`), which the doctor does not settle;
+/// - a thread in a held store, in a live session's directory, or of a newer schema.
 ///
 /// ## Example
 ///
-/// `x/runtime/threads/th-9.json` unbound with two completed turns:
-/// `would recover x/runtime/threads/th-9.json as th-9.json  (R3 orphan-thread: thread has no
-/// session document; messages: 4, completed turns: 2)`.
+/// `x/runtime/threads/thr_9.json` unbound with two turns in a store no document binds:
+/// `would recover x/runtime/threads/thr_9.json as thr_9.json  (R3 orphan-thread: thread has no
+/// session document; messages: 4, turns: 2)`.
 #[derive(Debug, Clone, Copy)]
 pub struct OrphanThread;
 
@@ -49,32 +59,61 @@ impl Rule for OrphanThread {
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
+        let skip = |out: &mut RuleOutput, path: &str, why: String| {
+            out.skipped.push(Skipped {
+                path: path.to_owned(),
+                rule: "R3".into(),
+                why,
+            })
+        };
         // Document ids this rule already plans to write: a second thread with the same id in
         // another store finds its id taken, as it will in the real run.
         let mut claimed = std::collections::BTreeSet::new();
         for store in cx.inventory.stores() {
-            if store.held || cx.is_live_path(&store.path) {
+            if !cx.recoverable.contains(&store.path) || cx.is_live_path(&store.path) {
                 continue;
             }
-            for t in &store.threads {
+            let unbound: Vec<_> = store
+                .threads
+                .iter()
+                .filter(|t| matches!(t.state, ThreadState::Current { .. }))
+                .filter(|t| cx.refs.thread_bindings.get(&t.path).cloned().flatten().is_none())
+                .collect();
+            if unbound.is_empty() {
+                continue;
+            }
+            if let Some(e) = &store.recovery_error {
+                skip(&mut out, &store.path, format!("store kept, recovery failed: {e}"));
+                continue;
+            }
+            if store.owner_id.is_none() {
+                if unbound.iter().any(|t| t.recovery.is_some()) {
+                    skip(
+                        &mut out,
+                        &store.path,
+                        "store kept: no readable owner.json, so a recovered binding could not validate"
+                            .into(),
+                    );
+                }
+                continue;
+            }
+            for t in unbound {
                 let ThreadState::Current { session_id, .. } = &t.state else {
                     continue;
                 };
-                let unbound_by_r4 = session_id.is_some();
-                let bound = cx.refs.thread_bindings.get(&t.path).cloned().flatten();
-                if bound.is_none() {
-                    for turn in &t.left_out_turns {
-                        out.skipped.push(Skipped {
-                            path: turn.path.clone(),
-                            rule: self.code().into(),
-                            why: format!("turn left out of the recovery: {}", turn.why),
-                        });
-                    }
-                }
-                let Some(recovery) = t.recovery else { continue };
-                if bound.is_some() || cx.refs.live_sessions.contains(&t.id) {
+                if store.seeded.contains(&t.id) {
+                    skip(&mut out, &t.path, "thread has a seed journal the doctor does not settle".into());
                     continue;
                 }
+                let Some(recovery) = t.recovery else { continue };
+                if cx.inventory.deleted_sessions.contains(&t.id) {
+                    skip(&mut out, &t.path, "session was deleted".into());
+                    continue;
+                }
+                if cx.refs.live_sessions.contains(&t.id) {
+                    continue;
+                }
+                let unbound_by_r4 = session_id.is_some();
                 let digest = match (unbound_by_r4, &t.unbound_digest) {
                     (true, Some(d)) => d,
                     (true, None) => continue,
@@ -87,17 +126,13 @@ impl Rule for OrphanThread {
                 } else if !taken_here && cx.refs.binds(&t.id, &store.path) {
                     ActionKind::BindThread
                 } else {
-                    out.skipped.push(Skipped {
-                        path: t.path.clone(),
-                        rule: self.code().into(),
-                        why: "document id taken".into(),
-                    });
+                    skip(&mut out, &t.path, "document id taken".into());
                     continue;
                 };
                 let reason = match action {
                     ActionKind::RecoverThread => format!(
-                        "thread has no session document; messages: {}, completed turns: {}",
-                        recovery.messages, recovery.completed_turns
+                        "thread has no session document; messages: {}, turns: {}",
+                        recovery.messages, recovery.turns
                     ),
                     _ => format!("recovered document {document} exists but the thread is unbound"),
                 };

@@ -6,24 +6,30 @@ use store::ThreadState;
 
 /// ## What it finds
 ///
-/// A thread record whose `session_id` names no known session (no readable or newer-schema
-/// document, no checkpoint; a document R1 sets aside in the same plan no longer counts), in a
-/// runtime store that no other process holds. Bound and unbound stores alike.
+/// A thread record whose `session_id` names no known session (no readable, unknown-content or
+/// newer-schema document, no checkpoint; a document R1 sets aside in the same plan no longer
+/// counts), in a runtime store that no other process holds. Bound and unbound stores alike. A
+/// legacy checkpoint (no `messages_len`, `covered_turn_id` null) is a binding like any other.
 ///
 /// ## What it does
 ///
-/// Rewrites the thread record atomically without `session_id` and `saved_session_checkpoint`,
-/// keeping every other field. Before the first rewrite of a record in a run its bytes are
-/// copied to `.set-aside/<run>/<path>` (`kind: "previous_version"`). A receipt carrying the
-/// previous SHA-256 and `session_id` goes to `<store>/session-unbind-receipts.jsonl` and to
-/// `.reconcile/receipts.jsonl`, with reason `its session document no longer exists`. R3 then
-/// sees the thread as unbound and recovers it.
+/// Rewrites the thread record atomically without `session_id` and `saved_session_checkpoint`
+/// and with `updated_at` set to the plan's instant, keeping every other key in place (the app's
+/// `unbind_session_threads_in_store`). Before the first rewrite of a record in a run its bytes
+/// are copied to `.set-aside/<run>/<path>` (`kind: "previous_version"`). A receipt with the
+/// app's keys (`action: "thread_unbound"`, `thread_id`, `session_id`,
+/// `saved_session_checkpoint`, `reason`, `at`) plus the doctor's (`run`, `thread`,
+/// `previous_sha256`, `previous_session_id`) goes to `<store>/session-unbind-receipts.jsonl`,
+/// and one to `.reconcile/receipts.jsonl`, with reason `its session document no longer
+/// exists`. In a store no document binds, R3 then sees the thread as unbound and recovers it;
+/// in a bound store the thread stays loadable from its own turns and gets no document.
 ///
 /// ## What it never touches
 ///
 /// - a thread whose `session_id` is live (its lease is held) or has a checkpoint;
-/// - a thread record of a newer schema, or one that does not parse (counted in
-///   `threads_unreadable`): both left in place and listed under `skipped` with why;
+/// - a thread record of a newer schema (above 4), and every thread of its store (the app cannot
+///   list that store), or a record that does not parse (counted in `threads_unreadable`): left
+///   in place and listed under `skipped` with why;
 /// - any thread in a store whose owner lock another process holds.
 ///
 /// ## Example
@@ -46,6 +52,21 @@ impl Rule for DanglingThreadBinding {
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
         for store in cx.inventory.stores() {
+            if store.newer_thread {
+                // The app cannot list a store holding a newer thread: no rule acts on it.
+                for t in &store.threads {
+                    if let ThreadState::NewerSchema { version, .. } = &t.state {
+                        out.skipped.push(Skipped {
+                            path: t.path.clone(),
+                            rule: self.code().into(),
+                            why: format!(
+                                "thread record of newer schema {version}: its store is left as it is"
+                            ),
+                        });
+                    }
+                }
+                continue;
+            }
             for t in &store.threads {
                 let sid = match &t.state {
                     ThreadState::Current {

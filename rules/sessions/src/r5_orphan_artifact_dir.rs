@@ -5,10 +5,13 @@ use plan::{ActionKind, ItemKind};
 
 /// ## What it finds
 ///
-/// A session directory `S/<id>/` whose entries are all among `artifacts/`,
-/// `approval_receipts.jsonl` and `approval_receipts.lock` (no runtime store), whose id is not
-/// a known session (after projection), not live, and not named by any reference (no thread's
-/// `session_id`, no readable document's text), and in which nothing changed for at least
+/// A session directory `S/<id>/` whose entries are only `artifacts/`,
+/// `approval_receipts.jsonl` and `approval_receipts.lock` (anything else, such as `control.sock`
+/// or a `.recovery` file, keeps it), whose id is not a known session (no document, no
+/// checkpoint), not live, and not named (collected before any rule acts): by no thread's
+/// `session_id`, thread id or derived UUID (the app's engine writes under `S/<thread id>/`), in
+/// any store or in `$CODEWHALE_HOME/tasks/runtime`, and by no known document's text (a UUID in
+/// any case, another id as a substring); and in which nothing changed for at least
 /// `--artifact-idle` (default 24h; the clock is `DOCTOR_NOW` when set).
 ///
 /// ## What it does
@@ -48,7 +51,7 @@ impl Rule for OrphanArtifactDir {
                 continue;
             }
             let idle = cx.config.now.0.saturating_sub(dir.newest_mtime);
-            if cx.refs.named.contains(&dir.id) || idle < cx.config.artifact_idle_secs {
+            if cx.refs.names_dir(&dir.id) || idle < cx.config.artifact_idle_secs {
                 out.counts.artifact_dirs_kept += 1;
                 continue;
             }
