@@ -68,7 +68,11 @@ pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Stri
         }
         out.turns.entry(turn.thread_id.clone()).or_default().push(turn);
     }
-    for (_, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"))? {
+    for (path, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"))? {
+        // The app validates the image input of every user message when it loads the items.
+        if item.kind == crate::model::ItemKind::UserMessage {
+            crate::rebuild::user_content(&item).map_err(|e| format!("{path}: {e}"))?;
+        }
         out.items.entry(item.turn_id.clone()).or_default().push(item);
     }
     Ok(out)
