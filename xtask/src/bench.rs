@@ -17,6 +17,8 @@ fn fail(e: impl std::fmt::Display) -> Failure {
 /// Writes the synthetic store into `s` (which must not exist).
 fn generate(s: &Path, docs: usize) -> Result<(u64, u64), Failure> {
     std::fs::create_dir_all(s).map_err(fail)?;
+    let abs = s.canonicalize().map_err(fail)?;
+    let abs = abs.display();
     let body_user = "x".repeat(400);
     let body_assistant = "y".repeat(1200);
     let mut messages = String::new();
@@ -25,7 +27,7 @@ fn generate(s: &Path, docs: usize) -> Result<(u64, u64), Failure> {
             messages.push(',');
         }
         messages.push_str(&format!(
-            r#"{{"role":"user","content":"{body_user}"}},{{"role":"assistant","content":"{body_assistant}"}}"#
+            r#"{{"role":"user","content":[{{"type":"text","text":"{body_user}"}}]}},{{"role":"assistant","content":[{{"type":"text","text":"{body_assistant}"}}]}}"#
         ));
     }
     let hosts = docs.div_ceil(400).max(1);
@@ -51,12 +53,16 @@ fn generate(s: &Path, docs: usize) -> Result<(u64, u64), Failure> {
         write(
             s.join(format!("{id}.json")),
             format!(
-                r#"{{"schema_version":1,"metadata":{{"id":"{id}","title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","runtime_store":{{"data_dir":"{host}/runtime"}}}},"messages":[{messages}]}}"#
+                r#"{{"schema_version":1,"metadata":{{"id":"{id}","runtime_store":{{"data_dir":"{abs}/{host}/runtime","execution_scope":"{scope}"}},"title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","message_count":10,"total_tokens":0,"model":"m","workspace":"/w","mode":"agent"}},"messages":[{messages}],"system_prompt":null}}"#,
+                scope = "0".repeat(64)
             ),
         )?;
         write(
             s.join(format!("{host}/runtime/threads/th-{id}.json")),
-            format!(r#"{{"schema_version":1,"id":"th-{id}","session_id":"{id}"}}"#),
+            format!(
+                r#"{{"schema_version":2,"id":"th-{id}","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","model":"m","workspace":"/w","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false,"session_id":"{id}","saved_session_checkpoint":{{"covered_turn_id":null,"messages_sha256":"{sha}","messages_len":10}}}}"#,
+                sha = "0".repeat(64)
+            ),
         )?;
     }
     Ok((files, bytes))

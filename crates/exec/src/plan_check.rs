@@ -26,6 +26,7 @@ fn check(a: &PlannedAction) -> Result<(), &'static str> {
                     .is_some_and(|(d, s)| is_valid_id(d) && is_store_name(s))
         }
         (ActionKind::SetAside, Some(ItemKind::Directory)) => rule == "R5" && is_valid_id(p),
+        (ActionKind::RemoveEmptyDir, None) => rule == "R2" && is_valid_id(p),
         (ActionKind::UnbindThread, None) => rule == "R4" && thread_path(p).is_some(),
         (ActionKind::RecoverThread | ActionKind::BindThread, None) => {
             rule == "R3"
@@ -97,6 +98,7 @@ mod tests {
                 None,
             ),
             action("R5", SetAside, Some(ItemKind::Directory), "art", None),
+            action("R2", RemoveEmptyDir, None, "emptied", None),
             action("R4", UnbindThread, None, "a/runtime/threads/t.json", None),
             action(
                 "R3",
@@ -156,6 +158,8 @@ mod tests {
             ),
             action("R4", UnbindThread, None, "a/runtime/turns/t.json", None),
             action("B1", ReclaimDir, None, "go-build1", None),
+            action("R2", RemoveEmptyDir, None, "a/runtime", None),
+            action("R5", RemoveEmptyDir, None, "emptied", None),
             action("R1", Restore, Some(ItemKind::Document), "a.json", None),
         ];
         for a in &bad {

@@ -243,6 +243,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_binding_spelled_through_a_symlink_binds_its_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path().join("sessions");
+        std::fs::create_dir_all(s.join("a/runtime")).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&s, &link).unwrap();
+        let canonical = s.canonicalize().unwrap();
+        let anchors = [s.as_path(), canonical.as_path()];
+        let stores = BTreeSet::from(["a/runtime"]);
+        let through = format!("{}/a/runtime", link.display());
+        assert_eq!(bind(&through, &anchors, &stores), Ok("a/runtime".into()));
+        assert_eq!(bind("a/runtime", &anchors, &stores), Ok("a/runtime".into()));
+        assert!(bind(&format!("{}/b/runtime", link.display()), &anchors, &stores).is_err());
+        assert!(bind("/etc", &anchors, &stores).is_err());
+    }
+
+    #[test]
     fn resolves_bindings_lexically_inside_s() {
         let a = Path::new("/home/u/.codewhale/sessions");
         let c = Path::new("/data/sessions");

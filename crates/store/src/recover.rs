@@ -416,6 +416,56 @@ mod tests {
     }
 
     #[test]
+    fn tool_blocks_hash_as_the_app_serializes_them() {
+        // Expected bytes and hash computed independently of this crate (Python's compact
+        // `json.dumps` with the app's key order): `type` first, absent optionals skipped,
+        // free-form `input` with sorted keys, non-ASCII kept as UTF-8.
+        let messages: Vec<Message> = vec![
+            Message {
+                role: "user".into(),
+                content: vec![ContentBlock::text("Read a.rs — please")],
+            },
+            Message {
+                role: "assistant".into(),
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "need the file".into(),
+                        signature: None,
+                        state: None,
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_1".into(),
+                        name: "read_file".into(),
+                        input: serde_json::json!({"path": "a.rs", "a": 1}),
+                        execution_id: None,
+                        caller: None,
+                        thought_signature: None,
+                    }
+                    .canonical(),
+                ],
+            },
+            Message {
+                role: "user".into(),
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "call_1".into(),
+                    content: "fn main(){}".into(),
+                    execution_id: None,
+                    is_error: Some(true),
+                    content_blocks: None,
+                }],
+            },
+        ];
+        assert_eq!(
+            serde_json::to_string(&messages).unwrap(),
+            r#"[{"role":"user","content":[{"type":"text","text":"Read a.rs — please"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"need the file"},{"type":"tool_use","id":"call_1","name":"read_file","input":{"a":1,"path":"a.rs"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"fn main(){}","is_error":true}]}]"#
+        );
+        assert_eq!(
+            messages_sha256(&messages),
+            "e9a0763369ae1c81a8e4fd30f1d9bf8524429ab6baf1eeb6c7329a44a291234d"
+        );
+    }
+
+    #[test]
     fn non_ascii_is_hashed_as_utf8() {
         let messages = vec![Message {
             role: "user".into(),
