@@ -86,6 +86,7 @@ impl RepairOptions {
             max_actions: self.max_actions,
             artifact_idle_secs: self.artifact_idle_secs,
             now: self.clock.now(),
+            codewhale_home: self.codewhale_home.clone(),
         }
     }
 }
@@ -159,14 +160,10 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     Ok(report)
 }
 
-/// Writes `last.json` for a real run.
+/// Writes `last.json` for a real run: the app's `ReconcileSummary` keys (codewhale-format
+/// §9.6, so the app's `codewhale doctor` reads it) plus the doctor's own.
 fn finish(root: &WritableRoot, report: &RepairReport, clock: Clock) -> Result<(), RunError> {
-    let last = LastRun {
-        schema_version: 1,
-        run: report.run.clone(),
-        at: clock.now().to_string(),
-        summary: report.summary.clone(),
-    };
+    let last = LastRun::new(&report.run, &clock.now().to_string(), &report.summary);
     exec::write_last(root, &last)?;
     Ok(())
 }
@@ -220,7 +217,8 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
         planned,
     );
     let last = match root.read(Path::new(&format!("{RECONCILE_DIR}/last.json"))) {
-        Ok(b) => serde_json::from_slice::<LastRun>(&b).ok(),
+        // The doctor's or the app's last.json; anything else reports no last run.
+        Ok(b) => LastRun::parse(&b),
         Err(_) => None,
     };
     let mut runs = Vec::new();

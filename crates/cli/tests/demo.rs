@@ -1,6 +1,8 @@
 //! The demo store `fixtures/demo/` through the real `doctor` binary: the dry-run output
 //! (snapshot), `--check` before and after a real repair, a dry run on the committed store itself
-//! that must leave it untouched, and the single-flight lock against a concurrent run.
+//! that must leave it untouched, and the single-flight lock against a concurrent run. Every run
+//! gets an empty `$CODEWHALE_HOME`, so no test reads the real `~/.codewhale` (its task threads and
+//! automations would change what the doctor keeps).
 
 mod common;
 
@@ -23,16 +25,24 @@ fn demo_copy() -> (tempfile::TempDir, PathBuf) {
     (tmp, s)
 }
 
-/// Runs `doctor --repair-sessions --sessions-dir <s> <args>` with the fixed clock.
+/// `doctor` with the fixed clock and an empty `$CODEWHALE_HOME`.
+fn doctor_command() -> (Command, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.env("DOCTOR_NOW", NOW)
+        .env("CODEWHALE_HOME", home.path())
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG");
+    (cmd, home)
+}
+
+/// Runs `doctor --repair-sessions --sessions-dir <s> <args>`.
 fn doctor(s: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .arg("--repair-sessions")
+    let (mut cmd, _home) = doctor_command();
+    cmd.arg("--repair-sessions")
         .arg("--sessions-dir")
         .arg(s)
         .args(args)
-        .env("DOCTOR_NOW", NOW)
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
         .output()
         .expect("run doctor")
 }
@@ -115,12 +125,8 @@ fn dry_run_on_the_demo_store_itself_changes_nothing() {
             text(&out.stderr)
         );
     }
-    let status = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .arg("--sessions-dir")
-        .arg(&demo)
-        .env("DOCTOR_NOW", NOW)
-        .output()
-        .unwrap();
+    let (mut cmd, _home) = doctor_command();
+    let status = cmd.arg("--sessions-dir").arg(&demo).output().unwrap();
     assert_eq!(code(&status), 0, "{}", text(&status.stderr));
 
     assert_eq!(

@@ -350,3 +350,321 @@ fn apply_plan_refuses_actions_no_sessions_rule_plans() {
         "nothing was written"
     );
 }
+
+// ---- set-aside runs the app wrote --------------------------------------------------------
+
+/// A run id in the app's form (`%Y%m%dT%H%M%SZ-<6 hex>`), weeks before `NOW`.
+const APP_RUN: &str = "20261001T120000Z-a1b2c3";
+
+/// A small session store in the app's shape: one readable document, so S looks like a
+/// session store. Returns the temp dir (keep it alive) and the canonical S, as the app spells
+/// it in its manifests.
+fn app_store() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("S")).unwrap();
+    let s = tmp.path().join("S").canonicalize().unwrap();
+    let doc = serde_json::json!({
+        "schema_version": 1,
+        "metadata": {
+            "id": "keep",
+            "title": "Kept",
+            "created_at": "2026-09-01T10:00:00Z",
+            "updated_at": "2026-09-01T11:00:00Z",
+            "message_count": 1,
+            "total_tokens": 3,
+            "model": "deepseek-v4",
+            "model_provider": "deepseek",
+            "workspace": "/home/u/proj",
+            "mode": "agent"
+        },
+        "messages": [{ "role": "user", "content": [{ "type": "text", "text": "hi" }] }]
+    });
+    std::fs::write(
+        s.join("keep.json"),
+        serde_json::to_vec_pretty(&doc).unwrap(),
+    )
+    .unwrap();
+    (tmp, s)
+}
+
+/// Writes `bytes` at `s/rel`, creating the parents.
+fn put(s: &Path, rel: &str, bytes: &[u8]) {
+    let p = s.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, bytes).unwrap();
+}
+
+/// An empty runtime store at `s/rel`, as the app's `open` leaves one.
+fn put_store(s: &Path, rel: &str) {
+    put(
+        s,
+        &format!("{rel}/owner.json"),
+        b"{\n  \"owner_id\": \"owner_0123456789abcdef0123456789abcdef\"\n}",
+    );
+    put(
+        s,
+        &format!("{rel}/state.json"),
+        b"{\n  \"schema_version\": 2,\n  \"next_seq\": 1\n}",
+    );
+    put(s, &format!("{rel}/events.lock"), b"");
+    put(s, &format!("{rel}/runtime-process.owner.lock"), b"");
+    std::fs::create_dir_all(s.join(rel).join("threads")).unwrap();
+}
+
+/// Sets `items` (paths relative to S, with their `detail`) aside as the app does
+/// (codewhale-format §9.5): each is renamed to `.set-aside/<run>/<path>`, then a compact line
+/// with absolute paths and alphabetical keys is appended to the run's `MANIFEST.jsonl`; a
+/// session directory left empty is removed. Returns the tree of S before.
+fn app_sets_aside(s: &Path, run: &str, items: &[(&str, Value)]) -> Tree {
+    let before = user_tree(s);
+    let run_dir = s.join(".set-aside").join(run);
+    let mut manifest = String::new();
+    for (rel, detail) in items {
+        let from = s.join(rel);
+        let to = run_dir.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::rename(&from, &to).unwrap();
+        let parent = from.parent().unwrap();
+        if parent != s && std::fs::read_dir(parent).unwrap().next().is_none() {
+            std::fs::remove_dir(parent).unwrap();
+        }
+        let line = serde_json::json!({
+            "at": "2026-10-01T12:00:00.123456789+00:00",
+            "detail": detail,
+            "moved_to": to.to_string_lossy(),
+            "original": from.to_string_lossy(),
+            "reason": "set aside by the app"
+        });
+        manifest.push_str(&serde_json::to_string(&line).unwrap());
+        manifest.push('\n');
+    }
+    std::fs::write(run_dir.join("MANIFEST.jsonl"), manifest).unwrap();
+    before
+}
+
+fn detail_of(s: &Path, rel: &str) -> Value {
+    let bytes = std::fs::read(s.join(rel)).unwrap();
+    serde_json::json!({ "sha256": common::sha256_hex(&bytes), "bytes": bytes.len() })
+}
+
+fn status(s: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .arg("--sessions-dir")
+        .arg(s)
+        .arg("--json")
+        .env("DOCTOR_NOW", NOW)
+        .env_remove("CODEWHALE_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
+    let (_tmp, s) = app_store();
+    put_store(&s, "x/runtime");
+    put(&s, "torn.json", b"{\"metadata\": {\"id\": \"torn\"");
+    let detail = detail_of(&s, "torn.json");
+    let before = app_sets_aside(
+        &s,
+        APP_RUN,
+        &[
+            ("x/runtime", serde_json::json!({ "kind": "runtime_store" })),
+            ("torn.json", detail),
+        ],
+    );
+    assert!(
+        !s.join("x").exists(),
+        "the app removed the emptied session directory"
+    );
+    // The app's central receipts are read without error too.
+    put(
+        &s,
+        ".reconcile/receipts.jsonl",
+        format!(
+            "{}\n",
+            serde_json::json!({
+                "action": "store_set_aside",
+                "at": "2026-10-01T12:00:00Z",
+                "moved_to": s.join(".set-aside").join(APP_RUN).join("x/runtime").to_string_lossy(),
+                "path": s.join("x/runtime").to_string_lossy(),
+                "reason": "empty Runtime store no document binds"
+            })
+        )
+        .as_bytes(),
+    );
+
+    let listed = status(&s);
+    assert!(
+        listed["set_aside_runs"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({ "run": APP_RUN, "items": 2 })),
+        "the app's run is listed: {listed:#}"
+    );
+
+    let (code, dry, stderr) = doctor(&s, &["--restore", APP_RUN, "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_admin_valid(&dry);
+    let planned: Vec<(String, String, String)> = dry["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap().to_owned(),
+                a["kind"].as_str().unwrap().to_owned(),
+                a["from"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        planned,
+        [
+            (
+                "x/runtime".to_owned(),
+                "runtime_store".to_owned(),
+                format!(".set-aside/{APP_RUN}/x/runtime")
+            ),
+            (
+                "torn.json".to_owned(),
+                "document".to_owned(),
+                format!(".set-aside/{APP_RUN}/torn.json")
+            ),
+        ],
+        "absolute paths under S become paths relative to S: {dry:#}"
+    );
+    assert!(!s.join("x").exists(), "a dry restore writes nothing");
+
+    let (code, restored, stderr) = doctor(&s, &["--restore", APP_RUN]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_admin_valid(&restored);
+    for o in restored["outcomes"].as_array().unwrap() {
+        assert_eq!(o["outcome"], "applied", "{restored:#}");
+    }
+    assert_eq!(restored["summary"]["items_restored"], 2);
+    assert_eq!(
+        user_tree(&s),
+        before,
+        "the store and the document are back at their original paths, byte for byte"
+    );
+
+    let (_, again, _) = doctor(&s, &["--restore", APP_RUN]);
+    assert!(
+        again["plan"]["actions"].as_array().unwrap().is_empty(),
+        "a second restore finds nothing to do: {again:#}"
+    );
+}
+
+#[test]
+fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
+    let (_tmp, s) = app_store();
+    put_store(&s, "x/runtime");
+    put(&s, "art/artifacts/art_call_1.txt", b"spilled tool output");
+    app_sets_aside(
+        &s,
+        APP_RUN,
+        &[
+            ("x/runtime", serde_json::json!({ "kind": "runtime_store" })),
+            ("art", serde_json::json!({ "kind": "directory" })),
+        ],
+    );
+    // A run of documents only: their digests verify it.
+    let digested = "20261002T120000Z-0f0f0f";
+    put(&s, "old.json", b"not json");
+    let detail = detail_of(&s, "old.json");
+    app_sets_aside(&s, digested, &[("old.json", detail)]);
+
+    let (code, first, _) = doctor(&s, &["--purge-set-aside", "--older-than", "1d"]);
+    assert_eq!(code, 0);
+    assert_admin_valid(&first);
+    let purged: Vec<&str> = first["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(purged, [format!(".set-aside/{digested}")], "{first:#}");
+    let refused = first["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["path"] == format!(".set-aside/{APP_RUN}"))
+        .unwrap_or_else(|| panic!("the app's run is refused: {first:#}"));
+    assert_eq!(
+        refused["why"],
+        format!("run {APP_RUN} was written by the app and has no digests to verify: pass --force to purge it")
+    );
+    assert!(
+        s.join(".set-aside").join(APP_RUN).exists(),
+        "the unverifiable run is kept"
+    );
+    assert!(!s.join(".set-aside").join(digested).exists());
+
+    let (code, forced, _) = doctor(&s, &["--purge-set-aside", "--older-than", "1d", "--force"]);
+    assert_eq!(code, 0);
+    assert_admin_valid(&forced);
+    assert_eq!(forced["summary"]["runs_purged"], 1, "{forced:#}");
+    assert!(forced["plan"]["actions"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("forced although"));
+    assert!(set_aside_runs(&s).is_empty());
+}
+
+#[test]
+fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
+    let (_tmp, s) = app_store();
+    put(&s, "torn.json", b"{");
+    let run_dir = s.join(".set-aside").join(APP_RUN);
+    put(&s, &format!(".set-aside/{APP_RUN}/torn.json"), b"{");
+    std::fs::remove_file(s.join("torn.json")).unwrap();
+    put(&s, &format!(".set-aside/{APP_RUN}/escape.json"), b"{}");
+    let outside = s.parent().unwrap().join("outside.json");
+    let lines = [
+        serde_json::json!({
+            "at": "2026-10-01T12:00:00Z",
+            "detail": Value::Null,
+            "moved_to": run_dir.join("escape.json").to_string_lossy(),
+            "original": format!("{}/../outside.json", s.display()),
+            "reason": "a line that leads out of S"
+        }),
+        serde_json::json!({
+            "at": "2026-10-01T12:00:00Z",
+            "detail": Value::Null,
+            "moved_to": run_dir.join("torn.json").to_string_lossy(),
+            "original": s.join("torn.json").to_string_lossy(),
+            "reason": "unreadable document"
+        }),
+    ];
+    let manifest: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(run_dir.join("MANIFEST.jsonl"), manifest).unwrap();
+
+    let (code, out, stderr) = doctor(&s, &["--restore", APP_RUN]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_admin_valid(&out);
+    let why = out["skipped"][0]["why"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{}/../outside.json", s.display()))
+            && why.contains("outside the sessions directory"),
+        "{out:#}"
+    );
+    assert!(!outside.exists(), "nothing is written outside S");
+    assert!(run_dir.join("escape.json").exists());
+    assert_eq!(
+        std::fs::read(s.join("torn.json")).unwrap(),
+        b"{",
+        "an item whose detail is null is restored by what is on disk"
+    );
+
+    let (_, purge, _) = doctor(&s, &["--purge-set-aside", "--older-than", "1d"]);
+    assert!(
+        purge["plan"]["actions"].as_array().unwrap().is_empty(),
+        "a run that names paths outside S is not purged without --force: {purge:#}"
+    );
+}

@@ -1,12 +1,15 @@
 //! The published JSON Schemas (`docs/schemas/`) against what the `doctor` binary really writes:
 //! the `--json` output of a dry run, a real run, `--apply-plan` and plain `doctor`, the
-//! `--plan-out` file, every manifest and receipt line and `last.json`. Each schema must also
-//! reject broken instances, so that no check here can pass vacuously.
+//! `--plan-out` file, every manifest and receipt line (the doctor's and the app's), the stores'
+//! unbind receipts and `last.json` (also read as the app's `ReconcileSummary`); and the schemas of
+//! the app's own records (document, thread, turn, item) against the real shapes. Each schema
+//! must also reject broken instances, so that no check here can pass vacuously.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -38,6 +41,26 @@ const SCHEMAS: &[(&str, &str)] = &[
     (
         "admin-output",
         include_str!("../../../docs/schemas/admin-output.schema.json"),
+    ),
+    (
+        "unbind-receipt-line",
+        include_str!("../../../docs/schemas/unbind-receipt-line.schema.json"),
+    ),
+    (
+        "document",
+        include_str!("../../../docs/schemas/document.schema.json"),
+    ),
+    (
+        "thread",
+        include_str!("../../../docs/schemas/thread.schema.json"),
+    ),
+    (
+        "turn",
+        include_str!("../../../docs/schemas/turn.schema.json"),
+    ),
+    (
+        "item",
+        include_str!("../../../docs/schemas/item.schema.json"),
     ),
 ];
 
@@ -89,6 +112,8 @@ fn assert_invalid(name: &str, instance: &Value, what: &str) {
 
 // ---- a small session store -------------------------------------------------------------
 
+/// A readable document in the app's shape (codewhale-format §1): every required metadata field,
+/// messages of content blocks.
 const GOOD: &str = r#"{
   "schema_version": 1,
   "metadata": {
@@ -96,25 +121,58 @@ const GOOD: &str = r#"{
     "title": "Fix the parser",
     "created_at": "2026-09-01T10:00:00Z",
     "updated_at": "2026-09-01T11:00:00Z",
-    "message_count": 2
+    "message_count": 2,
+    "total_tokens": 30,
+    "model": "deepseek-v4",
+    "model_provider": "deepseek",
+    "workspace": "/home/u/proj",
+    "mode": "agent",
+    "cost": {
+      "session_cost_usd": 0.0,
+      "priced_turns": 0,
+      "unpriced_turns": 0,
+      "coverage_recorded": false
+    }
   },
   "messages": [
-    { "role": "user", "content": "hello" },
-    { "role": "assistant", "content": "hi" }
-  ]
+    {
+      "role": "user",
+      "content": [
+        {
+          "type": "text",
+          "text": "hello"
+        }
+      ]
+    },
+    {
+      "role": "assistant",
+      "content": [
+        {
+          "type": "text",
+          "text": "hi"
+        }
+      ]
+    }
+  ],
+  "system_prompt": null
 }
 "#;
 
-/// An intact metadata prefix, then the messages cut off.
+/// An intact metadata block, then the messages cut off.
 const TORN: &str = r#"{
   "schema_version": 1,
   "metadata": {
     "id": "torn",
     "title": "Torn",
     "created_at": "2026-09-01T10:00:00Z",
-    "updated_at": "2026-09-01T11:00:00Z"
+    "updated_at": "2026-09-01T11:00:00Z",
+    "message_count": 2,
+    "total_tokens": 0,
+    "model": "deepseek-v4",
+    "workspace": "/home/u/proj",
+    "mode": null
   },
-  "messages": [ { "role": "user", "cont"#;
+  "messages": [ { "role": "user", "content": [ { "type": "text", "te"#;
 
 const JUNK: &str = "this is not JSON at all\n";
 
@@ -142,64 +200,113 @@ impl Store {
         }
     }
 
-    /// [`Store::new`] plus work for R4, R3 and R2: a store under `host/` whose thread names the
-    /// missing session `gone` (unbound, then recovered as `th-orphan.json`), and an empty
-    /// store `empty/runtime` that no document binds (set aside).
+    /// [`Store::new`] plus work for R4, R3 and R2, in the app's shape (codewhale-format §4-§6):
+    /// a store under `host/` that no document binds, whose thread `th-orphan` is bound to the
+    /// missing session `gone` (unbound, then recovered as `th-orphan.json`) and has one turn
+    /// with two items (flat `turns/`, `items/`); and an empty store `empty/runtime` that no
+    /// document binds (set aside; its emptied session directory is removed); and an empty
+    /// session directory `left-empty/` a killed run left (removed).
     fn with_orphans() -> Store {
         let store = Store::new();
-        let write = |rel: &str, text: &str| {
+        let write = |rel: &str, value: &Value| {
             let p = store.dir.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
+            let mut bytes = serde_json::to_vec_pretty(value).unwrap();
+            bytes.push(b'\n');
+            std::fs::write(p, bytes).unwrap();
+        };
+        let touch = |rel: &str| {
+            let p = store.dir.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"").unwrap();
         };
         write(
             "host/runtime/owner.json",
-            r#"{ "owner_id": "owner_1f2e3d4c" }"#,
+            &json!({ "owner_id": "owner_1f2e3d4c5b6a79881f2e3d4c5b6a7988" }),
         );
         write(
             "host/runtime/state.json",
-            r#"{ "schema_version": 1, "next_seq": 3 }"#,
+            &json!({ "schema_version": 2, "next_seq": 3 }),
         );
+        touch("host/runtime/events.lock");
+        touch("host/runtime/runtime-process.owner.lock");
+        let messages = json!([
+            { "role": "user", "content": [{ "type": "text", "text": "keep this" }] },
+            { "role": "assistant", "content": [{ "type": "text", "text": "kept" }] }
+        ]);
         write(
             "host/runtime/threads/th-orphan.json",
             &json!({
-                "schema_version": 1,
+                "schema_version": 2,
                 "id": "th-orphan",
                 "created_at": "2026-09-02T10:00:00Z",
                 "updated_at": "2026-09-02T10:05:00Z",
+                "model": "deepseek-v4",
+                "workspace": "/home/u/proj",
+                "mode": "agent",
+                "allow_shell": false,
+                "trust_mode": false,
+                "auto_approve": false,
+                "latest_turn_id": "turn_orphan_1",
+                "archived": false,
                 "title": "Orphaned work",
-                "latest_turn_id": "t1",
                 "session_id": "gone",
                 "saved_session_checkpoint": {
-                    "covered_turn_id": "t1",
-                    "messages_sha256": "0".repeat(64),
+                    "covered_turn_id": "turn_orphan_1",
+                    "messages_sha256": sha256_hex(&serde_json::to_vec(&messages).unwrap()),
                     "messages_len": 2
                 },
                 "a_host_field": [1, 2]
-            })
-            .to_string(),
+            }),
         );
         write(
-            "host/runtime/turns/th-orphan/t1.json",
+            "host/runtime/turns/turn_orphan_1.json",
             &json!({
-                "schema_version": 1,
-                "id": "t1",
+                "schema_version": 2,
+                "id": "turn_orphan_1",
                 "thread_id": "th-orphan",
-                "seq": 1,
-                "created_at": "2026-09-02T10:00:00Z",
                 "status": "completed",
-                "messages": [
-                    { "role": "user", "content": "keep this" },
-                    { "role": "assistant", "content": "kept" }
-                ],
-                "usage": { "input_tokens": 10, "output_tokens": 20, "cost_usd": 0.001 }
-            })
-            .to_string(),
+                "input_summary": "keep this",
+                "created_at": "2026-09-02T10:00:00Z",
+                "started_at": "2026-09-02T10:00:00Z",
+                "ended_at": "2026-09-02T10:05:00Z",
+                "duration_ms": 300000,
+                "usage": { "input_tokens": 10, "output_tokens": 20 },
+                "item_ids": ["item_orphan_1_u", "item_orphan_1_a"],
+                "steer_count": 0
+            }),
+        );
+        for (id, kind, text, secs) in [
+            ("item_orphan_1_u", "user_message", "keep this", "00"),
+            ("item_orphan_1_a", "agent_message", "kept", "30"),
+        ] {
+            write(
+                &format!("host/runtime/items/{id}.json"),
+                &json!({
+                    "schema_version": 2,
+                    "id": id,
+                    "turn_id": "turn_orphan_1",
+                    "kind": kind,
+                    "status": "completed",
+                    "summary": text,
+                    "detail": text,
+                    "artifact_refs": [],
+                    "started_at": format!("2026-09-02T10:00:{secs}Z"),
+                    "ended_at": format!("2026-09-02T10:00:{secs}Z")
+                }),
+            );
+        }
+        write(
+            "empty/runtime/owner.json",
+            &json!({ "owner_id": "owner_00000000000000000000000000000001" }),
         );
         write(
             "empty/runtime/state.json",
-            r#"{ "schema_version": 1, "next_seq": 1 }"#,
+            &json!({ "schema_version": 2, "next_seq": 1 }),
         );
+        touch("empty/runtime/events.lock");
+        // A session directory an earlier run emptied, killed before removing it.
+        std::fs::create_dir(store.dir.join("left-empty")).unwrap();
         store
     }
 
@@ -322,6 +429,21 @@ impl Store {
         self.json_lines(".reconcile/receipts.jsonl")
     }
 
+    /// Every line of every store's `session-unbind-receipts.jsonl` outside `.set-aside`.
+    fn unbind_receipts(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for (rel, bytes) in self.tree() {
+            if rel.starts_with(".set-aside") || !rel.ends_with("/session-unbind-receipts.jsonl") {
+                continue;
+            }
+            let text = String::from_utf8(bytes.unwrap_or_default()).unwrap();
+            for l in text.lines() {
+                out.push(serde_json::from_str(l).unwrap_or_else(|e| panic!("{rel}: {e}: {l}")));
+            }
+        }
+        out
+    }
+
     fn last(&self) -> Value {
         serde_json::from_slice(&std::fs::read(self.dir.join(".reconcile/last.json")).unwrap())
             .unwrap()
@@ -351,6 +473,13 @@ impl Store {
         out.sort();
         out
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn str_of<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -408,10 +537,115 @@ fn assert_records_valid(store: &Store, report: &Value) {
     for r in &receipts {
         assert_valid("receipt-line", r);
     }
-    let last = store.last();
-    assert_valid("last", &last);
-    assert_eq!(last["run"], run);
+    let unbinds = actions(report)
+        .iter()
+        .filter(|a| a["action"] == "unbind_thread")
+        .filter(|a| {
+            outcomes
+                .iter()
+                .any(|o| o["seq"] == a["seq"] && o["outcome"] == "applied")
+        })
+        .count();
+    let unbind_lines: Vec<Value> = store
+        .unbind_receipts()
+        .into_iter()
+        .filter(|l| l["run"] == run)
+        .collect();
+    assert_eq!(
+        unbind_lines.len(),
+        unbinds,
+        "one store receipt per thread unbound"
+    );
+    for line in &unbind_lines {
+        assert_valid("unbind-receipt-line", line);
+        assert_eq!(
+            str_of(line, "/thread"),
+            format!(
+                "{}/runtime/threads/{}.json",
+                str_of(line, "/thread").split('/').next().unwrap(),
+                str_of(line, "/thread_id")
+            ),
+            "the doctor's `thread` and the app's `thread_id` name the same record"
+        );
+    }
+    assert_last_is_the_apps_summary(&store.last(), report);
+}
+
+/// The app's `ReconcileSummary` (codewhale-format §9.6), as its `codewhale doctor` reads
+/// `.reconcile/last.json`: every field but `ran_at` has a default and unknown keys are ignored,
+/// as in the app (`ran_at` is a chrono time there; its format is checked by last.schema.json).
+#[derive(Debug, serde::Deserialize)]
+#[allow(dead_code)]
+struct AppReconcileSummary {
+    ran_at: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    skipped_concurrent: bool,
+    #[serde(default)]
+    documents_set_aside: usize,
+    #[serde(default)]
+    documents_newer_schema: usize,
+    #[serde(default)]
+    stores_set_aside: usize,
+    #[serde(default)]
+    stores_kept_with_work: usize,
+    #[serde(default)]
+    stores_in_use: usize,
+    #[serde(default)]
+    sessions_recovered: usize,
+    #[serde(default)]
+    threads_unbound: usize,
+    #[serde(default)]
+    artifact_dirs_set_aside: usize,
+    #[serde(default)]
+    artifact_dirs_kept: usize,
+    #[serde(default)]
+    limit_reached: bool,
+    #[serde(default)]
+    set_aside_path: Option<PathBuf>,
+    #[serde(default)]
+    errors: Vec<String>,
+}
+
+/// `last.json` of the real run `report` validates, carries the doctor's own keys, and reads as
+/// the app's `ReconcileSummary` with the same counts.
+#[track_caller]
+fn assert_last_is_the_apps_summary(last: &Value, report: &Value) {
+    assert_valid("last", last);
+    assert_eq!(last["run"], report["run"]);
     assert_eq!(last["summary"], report["summary"]);
+    let app: AppReconcileSummary = serde_json::from_value(last.clone())
+        .unwrap_or_else(|e| panic!("the app cannot read last.json: {e}\n{last:#}"));
+    let sm = &report["summary"];
+    assert_eq!(app.ran_at.as_deref(), Some(str_of(last, "/at")));
+    assert!(!app.dry_run, "last.json is written by real runs only");
+    for (name, n) in [
+        ("documents_set_aside", app.documents_set_aside),
+        ("documents_newer_schema", app.documents_newer_schema),
+        ("stores_set_aside", app.stores_set_aside),
+        ("stores_kept_with_work", app.stores_kept_with_work),
+        ("stores_in_use", app.stores_in_use),
+        ("sessions_recovered", app.sessions_recovered),
+        ("threads_unbound", app.threads_unbound),
+        ("artifact_dirs_set_aside", app.artifact_dirs_set_aside),
+        ("artifact_dirs_kept", app.artifact_dirs_kept),
+    ] {
+        assert_eq!(sm[name], json!(n), "{name}");
+    }
+    assert_eq!(sm["limit_reached"], json!(app.limit_reached));
+    assert_eq!(sm["skipped_concurrent"], json!(app.skipped_concurrent));
+    assert_eq!(sm["errors"], json!(app.errors));
+    assert_eq!(
+        sm["set_aside_path"].as_str().map(PathBuf::from),
+        app.set_aside_path
+    );
+    if sm["set_aside_path"].is_null() {
+        assert!(last.get("set_aside_path").is_none(), "omitted when none");
+    }
+    if sm["errors"] == json!([]) {
+        assert!(last.get("errors").is_none(), "omitted when empty");
+    }
 }
 
 // ---- real outputs validate -------------------------------------------------------------
@@ -488,6 +722,7 @@ fn thread_and_store_actions_match_their_schemas() {
         ("unbind_thread", "host/runtime/threads/th-orphan.json"),
         ("recover_thread", "host/runtime/threads/th-orphan.json"),
         ("set_aside", "empty/runtime"),
+        ("remove_empty_dir", "left-empty"),
     ] {
         assert!(kinds.contains(&expected), "{expected:?} not in {kinds:?}");
     }
@@ -513,19 +748,41 @@ fn thread_and_store_actions_match_their_schemas() {
         );
     }
     let receipts = store.receipts();
+    let store_move = receipts
+        .iter()
+        .find(|r| r["run"] == run && r["path"] == "empty/runtime")
+        .expect("the store set-aside is receipted");
+    assert_eq!(
+        store_move["removed_empty_dir"], "empty",
+        "the session directory the store left empty is removed, receipted: {store_move}"
+    );
+    assert!(!store.dir.join("empty").exists());
     assert!(receipts.iter().any(|r| r.get("previous_sha256").is_some()));
     assert!(receipts.iter().any(|r| r["document"] == "th-orphan.json"));
 
+    // The records the app reads: the recovered document, the rewritten thread, the turns and
+    // items the recovery read.
     let recovered: Value =
         serde_json::from_slice(&std::fs::read(store.dir.join("th-orphan.json")).unwrap()).unwrap();
-    let document = jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(
-            &serde_json::from_str(include_str!("../../../docs/schemas/document.schema.json"))
-                .unwrap(),
-        )
-        .unwrap();
-    assert!(document.is_valid(&recovered), "{recovered}");
+    assert_valid("document", &recovered);
+    let record = |rel: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(store.dir.join(rel)).unwrap()).unwrap()
+    };
+    let thread = record("host/runtime/threads/th-orphan.json");
+    assert_valid("thread", &thread);
+    assert_eq!(
+        thread["session_id"], "th-orphan",
+        "bound to its recovered document"
+    );
+    assert_eq!(
+        thread["a_host_field"],
+        json!([1, 2]),
+        "unknown keys are kept"
+    );
+    assert_valid("turn", &record("host/runtime/turns/turn_orphan_1.json"));
+    for id in ["item_orphan_1_u", "item_orphan_1_a"] {
+        assert_valid("item", &record(&format!("host/runtime/items/{id}.json")));
+    }
     assert_valid("status", &store.status());
 }
 
@@ -690,13 +947,15 @@ fn schemas_are_valid_draft_2020_12_and_share_identical_definitions() {
     }
 }
 
-/// The required fields at the top of a schema (following a top-level `$ref`), and whether it
-/// is closed (`additionalProperties: false`).
-fn top_shape(name: &str) -> (Vec<String>, bool) {
+/// The required fields at the top of a schema (following a top-level `$ref`), or of its
+/// definition `def` (for a schema that is a choice of shapes), and whether it is closed
+/// (`additionalProperties: false`).
+fn top_shape(name: &str, def: Option<&str>) -> (Vec<String>, bool) {
     let schema = schema_value(name);
-    let top = match schema.get("$ref").and_then(Value::as_str) {
-        Some(r) => schema.pointer(r.trim_start_matches('#')).unwrap().clone(),
-        None => schema,
+    let top = match (def, schema.get("$ref").and_then(Value::as_str)) {
+        (Some(def), _) => schema["$defs"][def].clone(),
+        (None, Some(r)) => schema.pointer(r.trim_start_matches('#')).unwrap().clone(),
+        (None, None) => schema,
     };
     let required = top["required"]
         .as_array()
@@ -710,8 +969,13 @@ fn top_shape(name: &str) -> (Vec<String>, bool) {
 /// Checks that `name` rejects `valid` without each required field, and with an unknown field
 /// when it is closed.
 fn assert_rejects_incomplete(name: &str, valid: &Value) {
+    assert_rejects_incomplete_as(name, None, valid)
+}
+
+/// [`assert_rejects_incomplete`] for an instance of the definition `def` of `name`.
+fn assert_rejects_incomplete_as(name: &str, def: Option<&str>, valid: &Value) {
     assert_valid(name, valid);
-    let (required, closed) = top_shape(name);
+    let (required, closed) = top_shape(name, def);
     assert!(!required.is_empty(), "{name}: nothing is required");
     for field in &required {
         let mut v = valid.clone();
@@ -752,8 +1016,8 @@ fn every_schema_rejects_broken_instances() {
     assert_rejects_incomplete("repair-output", &dry);
     assert_rejects_incomplete("repair-output", &real);
     assert_rejects_incomplete("plan", &plan);
-    assert_rejects_incomplete("manifest-line", &manifest);
-    assert_rejects_incomplete("receipt-line", &receipt);
+    assert_rejects_incomplete_as("manifest-line", Some("doctor_manifest_line"), &manifest);
+    assert_rejects_incomplete_as("receipt-line", Some("doctor_receipt_line"), &receipt);
     assert_rejects_incomplete("last", &last);
     assert_rejects_incomplete("status", &status_before);
     assert_rejects_incomplete("status", &status_after);
@@ -856,6 +1120,27 @@ fn every_schema_rejects_broken_instances() {
     assert_rejects_edit("last", &last, "errors that are not a list", |v| {
         v["summary"]["errors"] = json!("none")
     });
+    assert_rejects_edit("last", &last, "a dry run", |v| v["dry_run"] = json!(true));
+    assert_rejects_edit("last", &last, "ran_at that is not a time", |v| {
+        v["ran_at"] = json!("yesterday")
+    });
+    assert_rejects_edit("last", &last, "an app counter that is negative", |v| {
+        v["threads_unbound"] = json!(-1)
+    });
+    assert_rejects_edit(
+        "last",
+        &last,
+        "a summary without documents_unknown_content",
+        |v| {
+            v["summary"]
+                .as_object_mut()
+                .unwrap()
+                .remove("documents_unknown_content");
+        },
+    );
+    assert_rejects_edit("last", &last, "errors given as an empty list", |v| {
+        v["errors"] = json!([])
+    });
     assert_rejects_edit("status", &status_after, "a last run that is empty", |v| {
         v["last"] = json!({})
     });
@@ -870,4 +1155,433 @@ fn every_schema_rejects_broken_instances() {
                 .remove("items");
         },
     );
+}
+
+// ---- what the app writes ---------------------------------------------------------------
+
+/// Lines the app writes into a set-aside manifest and the central receipts (codewhale-format
+/// §9.4, §9.5): absolute paths, a `detail`, alphabetical keys. The schemas describe them too,
+/// and still tell them from broken lines.
+#[test]
+fn app_written_manifest_and_receipt_lines_match_their_schemas() {
+    let run = "20261001T120000Z-a1b2c3";
+    let s = "/home/u/.codewhale/sessions";
+    let line = |original: &str, detail: Value| {
+        json!({
+            "at": "2026-10-01T12:00:00.123456789+00:00",
+            "detail": detail,
+            "moved_to": format!("{s}/.set-aside/{run}/{original}"),
+            "original": format!("{s}/{original}"),
+            "reason": "empty Runtime store no document binds"
+        })
+    };
+    let store = line("x/runtime", json!({ "kind": "runtime_store" }));
+    let document = line(
+        "torn.json",
+        json!({ "sha256": "0".repeat(64), "bytes": 120 }),
+    );
+    let directory = line("art", json!({ "kind": "directory" }));
+    let unread = line("gone.json", Value::Null);
+    for l in [&store, &document, &directory, &unread] {
+        assert_valid("manifest-line", l);
+    }
+    let m = "manifest-line";
+    assert_rejects_edit(m, &store, "a relative original", |v| {
+        v["original"] = json!("x/runtime")
+    });
+    assert_rejects_edit(m, &store, "moved_to outside a run", |v| {
+        v["moved_to"] = json!(format!("{s}/elsewhere/x/runtime"))
+    });
+    assert_rejects_edit(m, &store, "an unknown detail kind", |v| {
+        v["detail"] = json!({ "kind": "trash" })
+    });
+    assert_rejects_edit(m, &document, "a document digest without bytes", |v| {
+        v["detail"].as_object_mut().unwrap().remove("bytes");
+    });
+    assert_rejects_edit(m, &store, "a line without detail", |v| {
+        v.as_object_mut().unwrap().remove("detail");
+    });
+    assert_rejects_edit(m, &store, "an app line with a doctor's run", |v| {
+        v["run"] = json!(run)
+    });
+
+    let receipts = [
+        json!({
+            "action": "store_set_aside",
+            "at": "2026-10-01T12:00:00Z",
+            "moved_to": format!("{s}/.set-aside/{run}/x/runtime"),
+            "path": format!("{s}/x/runtime"),
+            "reason": "empty Runtime store no document binds"
+        }),
+        json!({
+            "action": "session_recovered",
+            "at": "2026-10-01T12:00:00Z",
+            "session_id": "thr_0123456789abcdef0123456789abcdef",
+            "store": format!("{s}/y/runtime"),
+            "thread_id": "thr_0123456789abcdef0123456789abcdef",
+            "title": "Recovered: work"
+        }),
+        json!({
+            "action": "set_aside",
+            "at": "2026-10-01T12:00:00Z",
+            "moved_to": format!("{s}/.set-aside/{run}/torn.json"),
+            "path": format!("{s}/torn.json"),
+            "reason": "unreadable document: EOF while parsing a value at line 3 column 0"
+        }),
+    ];
+    for r in &receipts {
+        assert_valid("receipt-line", r);
+    }
+    let r = "receipt-line";
+    assert_rejects_edit(r, &receipts[0], "an unknown app action", |v| {
+        v["action"] = json!("store_deleted")
+    });
+    assert_rejects_edit(r, &receipts[1], "a recovery without its thread", |v| {
+        v.as_object_mut().unwrap().remove("thread_id");
+    });
+    assert_rejects_edit(r, &receipts[2], "a relative app path", |v| {
+        v["path"] = json!("torn.json")
+    });
+}
+
+/// A `.reconcile/last.json` the app wrote (its `ReconcileSummary` only) does not fail the
+/// report: `doctor` shows it, without the doctor's keys; one that is not JSON shows none.
+#[test]
+fn status_reads_a_last_json_the_app_wrote() {
+    let store = Store::new();
+    let reconcile = store.dir.join(".reconcile");
+    std::fs::create_dir_all(&reconcile).unwrap();
+    let app_last = json!({
+        "ran_at": "2026-10-01T12:00:00.123456789Z",
+        "dry_run": false,
+        "skipped_concurrent": false,
+        "documents_set_aside": 1,
+        "documents_newer_schema": 0,
+        "stores_set_aside": 2,
+        "stores_kept_with_work": 0,
+        "stores_in_use": 0,
+        "sessions_recovered": 1,
+        "threads_unbound": 0,
+        "artifact_dirs_set_aside": 0,
+        "artifact_dirs_kept": 0,
+        "limit_reached": false,
+        "set_aside_path": "/home/u/.codewhale/sessions/.set-aside/20261001T120000Z-a1b2c3"
+    });
+    std::fs::write(
+        reconcile.join("last.json"),
+        serde_json::to_vec_pretty(&app_last).unwrap(),
+    )
+    .unwrap();
+    let status = store.status();
+    assert_valid("status", &status);
+    assert_eq!(status["last"], app_last, "the app's keys, as written");
+
+    // Fewer keys (the app's defaults) read too.
+    std::fs::write(
+        reconcile.join("last.json"),
+        r#"{ "ran_at": null, "sessions_recovered": 3 }"#,
+    )
+    .unwrap();
+    let status = store.status();
+    assert_valid("status", &status);
+    assert_eq!(status["last"]["sessions_recovered"], 3);
+    assert_eq!(status["last"]["ran_at"], Value::Null);
+
+    std::fs::write(reconcile.join("last.json"), "not json").unwrap();
+    let status = store.status();
+    assert_valid("status", &status);
+    assert_eq!(status["last"], Value::Null);
+
+    // A real run replaces it with the superset.
+    let real = store.repair();
+    assert_last_is_the_apps_summary(&store.last(), &real);
+    let status = store.status();
+    assert_valid("status", &status);
+    assert_eq!(status["last"]["run"], real["run"]);
+}
+
+/// A document using every part of the format: all block types, a journal with every entry
+/// kind, optional metadata and top-level fields.
+fn rich_document() -> Value {
+    let text = json!({ "type": "text", "text": "hi", "cache_control": { "type": "ephemeral" } });
+    let message = json!({ "role": "user", "content": [text] });
+    json!({
+        "schema_version": 1,
+        "metadata": {
+            "id": "rich",
+            "runtime_store": {
+                "data_dir": "/home/u/.codewhale/sessions/rich/runtime",
+                "execution_scope": "0".repeat(64)
+            },
+            "title": "Rich",
+            "created_at": "2026-09-01T10:00:00.5Z",
+            "updated_at": "2026-09-01T11:00:00+00:00",
+            "message_count": 2,
+            "total_tokens": 30,
+            "model": "auto",
+            "model_provider": "deepseek",
+            "model_provider_id": "deepseek-main",
+            "workspace": "/home/u/proj",
+            "mode": null,
+            "cost": {
+                "session_cost_usd": 0.01,
+                "priced_turns": 1,
+                "unpriced_turns": 0,
+                "unpriced_reasons": ["late_usage_ledger_unavailable"],
+                "missing_usage_sources": {},
+                "coverage_recorded": true
+            },
+            "parent_session_id": "parent",
+            "forked_from_message_count": 1,
+            "cumulative_turn_secs": 12,
+            "archived": true,
+            "spawn_depth": 0
+        },
+        "messages": [
+            message,
+            {
+                "role": "assistant",
+                "content": [
+                    { "type": "thinking", "thinking": "hmm", "signature": "sig",
+                      "state": { "provider": "p", "api": "a", "model": "m", "encrypted_content": "x" } },
+                    { "type": "tool_use", "id": "call_1", "name": "shell", "input": { "cmd": "ls" },
+                      "execution_id": "exec_1", "caller": { "type": "direct" } },
+                    { "type": "server_tool_use", "id": "s1", "name": "search", "input": null },
+                    { "type": "image_url", "image_url": { "url": "https://example.com/a.png" } }
+                ]
+            },
+            {
+                "role": "user",
+                "content": [
+                    { "type": "tool_result", "tool_use_id": "call_1", "content": "a b",
+                      "is_error": false, "content_blocks": [] },
+                    { "type": "tool_search_tool_result", "tool_use_id": "s1", "content": [] },
+                    { "type": "code_execution_tool_result", "tool_use_id": "s2", "content": { "ok": true } }
+                ]
+            }
+        ],
+        "journal": {
+            "entries": [
+                { "id": "e1", "kind": "message", "message": message,
+                  "created_at": "2026-09-01T10:00:00Z", "spawn_depth": 0 },
+                { "id": "e2", "parent_id": "e1", "kind": "user", "text": "u", "created_at": "2026-09-01T10:00:01Z" },
+                { "id": "e3", "parent_id": "e2", "kind": "assistant", "text": "a", "created_at": "2026-09-01T10:00:02Z" },
+                { "id": "e4", "parent_id": "e3", "kind": "compaction", "summary": "s", "tokens_before": 10,
+                  "created_at": "2026-09-01T10:00:03Z" },
+                { "id": "e5", "parent_id": "e4", "kind": "branch_summary", "branch_id": "b", "summary": "s",
+                  "created_at": "2026-09-01T10:00:04Z" },
+                { "id": "e6", "parent_id": "e5", "kind": "system", "content": "c", "created_at": "2026-09-01T10:00:05Z" }
+            ],
+            "leaf_id": "e6",
+            "schema_version": 1,
+            "spawn_depth": 0
+        },
+        "leaf_id": "e6",
+        "system_prompt": "be brief",
+        "context_references": [{ "message_index": 0, "reference": { "path": "a.rs" } }],
+        "artifacts": [{
+            "id": "art_1", "kind": "tool_output", "session_id": "rich", "tool_call_id": "call_1",
+            "tool_name": "shell", "created_at": "2026-09-01T10:00:00Z", "byte_size": 10,
+            "preview": "a b", "storage_path": "/home/u/.codewhale/sessions/rich/artifacts/art_call_1.txt"
+        }],
+        "window_title": "rich",
+        "turn_outcomes": [{ "status": "completed", "error": null, "ended_at": "2026-09-01T10:00:00Z",
+                            "after_message_count": 2 }],
+        "a_future_field": true
+    })
+}
+
+/// The app's own records (codewhale-format §1, §5, §6) against the schemas that publish them:
+/// real shapes validate, and each broken shape the app refuses is rejected.
+#[test]
+fn the_apps_records_match_their_schemas() {
+    let doc = rich_document();
+    assert_valid("document", &doc);
+    assert_valid("document", &serde_json::from_str::<Value>(GOOD).unwrap());
+    let mut legacy = serde_json::from_str::<Value>(GOOD).unwrap();
+    legacy.as_object_mut().unwrap().remove("schema_version");
+    assert_valid("document", &legacy);
+    assert_rejects_incomplete("document", &doc);
+    let d = "document";
+    assert_rejects_edit(d, &doc, "content given as a string", |v| {
+        v["messages"][0]["content"] = json!("hi")
+    });
+    assert_rejects_edit(d, &doc, "a block without type", |v| {
+        v["messages"][0]["content"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("type");
+    });
+    assert_rejects_edit(d, &doc, "a text block without text", |v| {
+        v["messages"][0]["content"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("text");
+    });
+    assert_rejects_edit(
+        d,
+        &doc,
+        "a tool_result whose content is not a string",
+        |v| v["messages"][2]["content"][0]["content"] = json!([{ "type": "text", "text": "x" }]),
+    );
+    assert_rejects_edit(d, &doc, "a tool_use without input", |v| {
+        v["messages"][1]["content"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("input");
+    });
+    for field in [
+        "id",
+        "title",
+        "created_at",
+        "updated_at",
+        "message_count",
+        "total_tokens",
+        "model",
+        "workspace",
+    ] {
+        assert_rejects_edit(d, &doc, &format!("metadata without {field}"), |v| {
+            v["metadata"].as_object_mut().unwrap().remove(field);
+        });
+    }
+    assert_rejects_edit(d, &doc, "a binding without its scope", |v| {
+        v["metadata"]["runtime_store"]
+            .as_object_mut()
+            .unwrap()
+            .remove("execution_scope");
+    });
+    assert_rejects_edit(d, &doc, "a negative total", |v| {
+        v["metadata"]["total_tokens"] = json!(-1)
+    });
+    assert_rejects_edit(
+        d,
+        &doc,
+        "a journal message entry without its message",
+        |v| {
+            v["journal"]["entries"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("message");
+        },
+    );
+    assert_rejects_edit(d, &doc, "a journal entry without created_at", |v| {
+        v["journal"]["entries"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("created_at");
+    });
+    // Kept, not refused: the app may be newer than the doctor.
+    let mut unknown = doc.clone();
+    unknown["messages"][0]["content"][0] = json!({ "type": "hologram", "frames": 3 });
+    assert_valid(d, &unknown);
+
+    let thread = json!({
+        "id": "thr_0123456789abcdef0123456789abcdef",
+        "created_at": "2026-09-01T10:00:00.25Z",
+        "updated_at": "2026-09-01T11:00:00Z",
+        "model": "auto",
+        "workspace": "/home/u/proj",
+        "mode": "agent",
+        "allow_shell": true,
+        "trust_mode": false,
+        "auto_approve": false,
+        "latest_turn_id": "turn_1",
+        "archived": false,
+        "session_id": "thr_0123456789abcdef0123456789abcdef",
+        "saved_session_checkpoint": {
+            "covered_turn_id": null,
+            "messages_sha256": "535b3e334916edfeb56ece3eb1525e3d6c12ce097803ead53453887d75626af4"
+        }
+    });
+    assert_rejects_incomplete("thread", &thread);
+    let t = "thread";
+    assert_rejects_edit(t, &thread, "a checkpoint without messages_sha256", |v| {
+        v["saved_session_checkpoint"]
+            .as_object_mut()
+            .unwrap()
+            .remove("messages_sha256");
+    });
+    assert_rejects_edit(t, &thread, "allow_shell as a string", |v| {
+        v["allow_shell"] = json!("yes")
+    });
+    assert_rejects_edit(t, &thread, "an id with a slash", |v| {
+        v["id"] = json!("../x")
+    });
+
+    let turn = json!({
+        "schema_version": 4,
+        "id": "turn_1",
+        "thread_id": "thr_0123456789abcdef0123456789abcdef",
+        "status": "interrupted",
+        "input_summary": "fix it",
+        "created_at": "2026-09-01T10:00:00Z",
+        "maxOutputTokens": 8192,
+        "usage": { "input_tokens": 10, "output_tokens": 20, "reasoning_tokens": 5 },
+        "item_ids": ["item_1"]
+    });
+    assert_rejects_incomplete("turn", &turn);
+    let tu = "turn";
+    assert_rejects_edit(tu, &turn, "an unknown status", |v| {
+        v["status"] = json!("done")
+    });
+    assert_rejects_edit(tu, &turn, "schema 4 without maxOutputTokens", |v| {
+        v.as_object_mut().unwrap().remove("maxOutputTokens");
+    });
+    assert_rejects_edit(tu, &turn, "maxOutputTokens below schema 4", |v| {
+        v["schema_version"] = json!(2)
+    });
+    assert_rejects_edit(tu, &turn, "usage without output_tokens", |v| {
+        v["usage"].as_object_mut().unwrap().remove("output_tokens");
+    });
+
+    let item = json!({
+        "id": "item_1",
+        "turn_id": "turn_1",
+        "kind": "tool_call",
+        "status": "completed",
+        "summary": "shell",
+        "detail": "ls",
+        "metadata": { "tool_use_id": "call_1", "tool_name": "shell", "tool_input": "{\"cmd\":\"ls\"}" },
+        "artifact_refs": [],
+        "started_at": "2026-09-01T10:00:00Z"
+    });
+    assert_rejects_incomplete("item", &item);
+    let i = "item";
+    assert_rejects_edit(i, &item, "an unknown kind", |v| {
+        v["kind"] = json!("thought")
+    });
+    assert_rejects_edit(i, &item, "image input without its content", |v| {
+        v["kind"] = json!("user_message");
+        v["schema_version"] = json!(3);
+    });
+
+    let unbind = json!({
+        "action": "thread_unbound",
+        "at": "2026-11-29T12:00:00Z",
+        "reason": "its session document no longer exists",
+        "saved_session_checkpoint": thread["saved_session_checkpoint"],
+        "session_id": "gone",
+        "thread_id": "th-orphan",
+        "run": "20261129T120000Z-a1b2c3",
+        "thread": "host/runtime/threads/th-orphan.json",
+        "previous_sha256": "0".repeat(64),
+        "previous_session_id": "gone"
+    });
+    assert_rejects_incomplete("unbind-receipt-line", &unbind);
+    let mut app_line = unbind.clone();
+    for k in ["run", "thread", "previous_sha256", "previous_session_id"] {
+        app_line.as_object_mut().unwrap().remove(k);
+    }
+    assert_valid("unbind-receipt-line", &app_line);
+    assert_rejects_edit(
+        "unbind-receipt-line",
+        &unbind,
+        "a doctor line without its thread",
+        |v| {
+            v.as_object_mut().unwrap().remove("thread");
+        },
+    );
+    assert_rejects_edit("unbind-receipt-line", &unbind, "another action", |v| {
+        v["action"] = json!("thread_bound")
+    });
 }

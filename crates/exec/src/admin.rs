@@ -4,13 +4,14 @@
 //! [`Plan`], which the executor applies like any other, receipted.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Component, Path};
 
 use fsroot::{EntryKind, Root};
 use plan::{ActionKind, ItemKind, OutcomeKind, Plan, PlannedAction, Precondition, Skipped};
 use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
 use store::Timestamp;
 
+pub use crate::records::{AnyManifestLine, AppDetail, AppManifestLine};
 use crate::records::{ManifestLine, Receipt};
 use crate::RunId;
 
@@ -71,18 +72,226 @@ fn read_lines<T: serde::de::DeserializeOwned>(
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
-    // A line that does not parse (a write cut short) is skipped: it cannot name an item.
+    // A line that does not parse (a write cut short, a shape nobody knows) is skipped: it
+    // cannot name an item. Lines the app wrote parse as their own shape.
     Ok(Some(
         bytes
             .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
             .filter_map(|l| serde_json::from_slice(l).ok())
             .collect(),
     ))
 }
 
-/// The manifest of run `run`.
-pub fn read_manifest(root: &Root, run: &str) -> Result<Vec<ManifestLine>, AdminError> {
+/// Who wrote a manifest line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// The doctor: relative paths, rule, kind, digest.
+    Doctor,
+    /// The app (codewhale-format §9.5): absolute paths and a `detail`.
+    App,
+}
+
+/// One item of a set-aside run, from its manifest line, with its paths relative to S.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetAsideItem {
+    /// Where the item was, relative to S.
+    pub original: String,
+    /// `original` as the manifest line spells it (absolute in an app line).
+    pub original_as_written: String,
+    /// Where it is now, relative to S (inside the run's directory).
+    pub moved_to: String,
+    /// The rule that set it aside (for an app line: inferred from its kind).
+    pub rule: String,
+    /// Why it was set aside.
+    pub reason: String,
+    /// What it is; `None` for an app line without a `detail`: judged by what is on disk.
+    pub kind: Option<ItemKind>,
+    /// What the line promises is at `moved_to`; `None` when the line has no digest (an app
+    /// line for a store or a directory, or one whose `detail` is null).
+    pub promise: Option<Precondition>,
+    /// Who wrote the line.
+    pub writer: Writer,
+}
+
+/// A manifest line naming a path outside S (or a `moved_to` outside its run): never acted on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedLine {
+    /// `original` as written.
+    pub original: String,
+    /// The rule (inferred for an app line).
+    pub rule: String,
+    /// Why it is refused, naming the path.
+    pub why: String,
+    /// Who wrote the line.
+    pub writer: Writer,
+}
+
+/// The manifest of a set-aside run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifest {
+    /// Its items, in manifest order.
+    pub items: Vec<SetAsideItem>,
+    /// Lines that name something outside S.
+    pub refused: Vec<RefusedLine>,
+}
+
+impl Manifest {
+    /// Whether the app wrote (any line of) this manifest.
+    pub fn written_by_app(&self) -> bool {
+        self.items.iter().any(|i| i.writer == Writer::App)
+            || self.refused.iter().any(|r| r.writer == Writer::App)
+    }
+
+    /// How many lines name an item (including refused ones).
+    pub fn len(&self) -> usize {
+        self.items.len() + self.refused.len()
+    }
+
+    /// Whether no line names an item.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The normal components of `p` after resolving `.` and `..` lexically. `None` when a
+/// relative path climbs above its start, or a component is not UTF-8.
+fn lexical(p: &Path) -> Option<Vec<String>> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str()?.to_owned()),
+            Component::CurDir | Component::RootDir => {}
+            // `/..` is `/`.
+            Component::ParentDir if p.is_absolute() => {
+                parts.pop();
+            }
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts)
+}
+
+/// `p` relative to S: an absolute path is normalised lexically and must lie under S as given
+/// or under its canonical path; a relative path (the doctor's own lines) is taken relative to
+/// S and must not climb out of it.
+fn relative_to_s(root: &Root, p: &str) -> Result<String, String> {
+    let path = Path::new(p);
+    let outside = || format!("{p} is outside the sessions directory");
+    let rel = if path.is_absolute() {
+        let abs = lexical(path).ok_or_else(outside)?;
+        let given = std::path::absolute(root.anchor()).unwrap_or_else(|_| root.anchor().into());
+        [given.as_path(), root.canonical_anchor()]
+            .iter()
+            .filter_map(|a| lexical(a))
+            .find_map(|a| abs.strip_prefix(a.as_slice()).map(<[String]>::to_vec))
+            .ok_or_else(outside)?
+    } else {
+        lexical(path).ok_or_else(outside)?
+    };
+    if rel.is_empty() {
+        return Err(format!("{p} names the sessions directory itself"));
+    }
+    Ok(rel.join("/"))
+}
+
+/// The rule the app's set-aside of an item of `kind` corresponds to.
+fn app_rule(kind: Option<ItemKind>) -> &'static str {
+    match kind {
+        Some(ItemKind::RuntimeStore) => "R2",
+        Some(ItemKind::Directory) => "R5",
+        _ => "R1",
+    }
+}
+
+/// An app line's kind and digest, from its `detail`.
+fn app_kind(detail: &Option<AppDetail>) -> (Option<ItemKind>, Option<Precondition>) {
+    match detail {
+        Some(AppDetail::File { sha256, bytes }) => (
+            Some(ItemKind::Document),
+            Some(Precondition::File {
+                bytes: *bytes,
+                sha256: sha256.to_ascii_lowercase(),
+            }),
+        ),
+        Some(AppDetail::Kind { kind }) if kind == "runtime_store" => {
+            (Some(ItemKind::RuntimeStore), None)
+        }
+        Some(AppDetail::Kind { kind }) if kind == "directory" => (Some(ItemKind::Directory), None),
+        _ => (None, None),
+    }
+}
+
+fn item_of(root: &Root, run: &str, line: AnyManifestLine) -> Result<SetAsideItem, RefusedLine> {
+    let (writer, original, moved_to, rule, reason, kind, promise) = match line {
+        AnyManifestLine::Doctor(l) => {
+            let promise = promised(&l);
+            (
+                Writer::Doctor,
+                l.original,
+                l.moved_to,
+                l.rule,
+                l.reason,
+                Some(l.kind),
+                Some(promise),
+            )
+        }
+        AnyManifestLine::App(l) => {
+            let (kind, promise) = app_kind(&l.detail);
+            (
+                Writer::App,
+                l.original,
+                l.moved_to,
+                app_rule(kind).to_owned(),
+                l.reason,
+                kind,
+                promise,
+            )
+        }
+    };
+    let refuse = |why: String| RefusedLine {
+        original: original.clone(),
+        rule: rule.clone(),
+        why,
+        writer,
+    };
+    let rel_original =
+        relative_to_s(root, &original).map_err(|why| refuse(format!("original {why}: refused")))?;
+    let rel_moved =
+        relative_to_s(root, &moved_to).map_err(|why| refuse(format!("moved_to {why}: refused")))?;
+    let run_dir = format!("{SET_ASIDE_DIR}/{run}/");
+    if !rel_moved.starts_with(&run_dir) {
+        return Err(refuse(format!(
+            "moved_to {moved_to} is not inside {SET_ASIDE_DIR}/{run}: refused"
+        )));
+    }
+    let own = |p: &str| {
+        [SET_ASIDE_DIR, RECONCILE_DIR]
+            .iter()
+            .any(|d| p == *d || p.starts_with(&format!("{d}/")))
+    };
+    if own(&rel_original) {
+        return Err(refuse(format!(
+            "original {original} is inside the doctor's own directories: refused"
+        )));
+    }
+    Ok(SetAsideItem {
+        original: rel_original,
+        original_as_written: original,
+        moved_to: rel_moved,
+        rule,
+        reason,
+        kind,
+        promise,
+        writer,
+    })
+}
+
+/// The manifest of run `run`, the doctor's lines and the app's alike, paths relative to S.
+pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
     if !RunId::is_valid(run) {
         return Err(AdminError::NoSuchRun {
             run: run.to_owned(),
@@ -90,20 +299,43 @@ pub fn read_manifest(root: &Root, run: &str) -> Result<Vec<ManifestLine>, AdminE
         });
     }
     let rel = format!("{SET_ASIDE_DIR}/{run}/MANIFEST.jsonl");
-    read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
-        run: run.to_owned(),
-        why: format!(
-            "{} does not exist",
-            root.display_path(Path::new(&rel)).display()
-        ),
-    })
+    let lines: Vec<AnyManifestLine> =
+        read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
+            run: run.to_owned(),
+            why: format!(
+                "{} does not exist",
+                root.display_path(Path::new(&rel)).display()
+            ),
+        })?;
+    let mut manifest = Manifest::default();
+    for line in lines {
+        match item_of(root, run, line) {
+            Ok(item) => manifest.items.push(item),
+            Err(refused) => manifest.refused.push(refused),
+        }
+    }
+    Ok(manifest)
 }
 
 fn receipts(root: &Root) -> fsroot::Result<Vec<Receipt>> {
     Ok(read_lines(root, &format!("{RECONCILE_DIR}/receipts.jsonl"))?.unwrap_or_default())
 }
 
-/// What a manifest line promises about the item at `moved_to`.
+/// The `from` paths of every applied restore: items a restore took back out of their run.
+fn restored_items(root: &Root) -> fsroot::Result<BTreeSet<String>> {
+    Ok(receipts(root)?
+        .into_iter()
+        .filter(|r| r.action == ActionKind::Restore && r.outcome == OutcomeKind::Applied)
+        .filter_map(|r| {
+            r.extra
+                .get("from")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        })
+        .collect())
+}
+
+/// What a doctor manifest line promises about the item at `moved_to`.
 fn promised(line: &ManifestLine) -> Precondition {
     match (&line.sha256, &line.tree_blake3) {
         (Some(sha256), _) => Precondition::File {
@@ -149,6 +381,48 @@ fn found(root: &Root, rel: &str, like: &Precondition) -> fsroot::Result<Option<P
     }))
 }
 
+/// For an item whose line has no digest: what is at `moved_to` now, its kind (the line's, or
+/// by what is on disk) and its digest. `Ok(None)`: nothing is there. `Err`: what is there is
+/// not the kind of item the line names.
+fn on_disk(root: &Root, item: &SetAsideItem) -> Result<Option<(ItemKind, Precondition)>, String> {
+    let path = Path::new(&item.moved_to);
+    let stat = match root.stat(path) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let kind = match (item.kind, stat.kind) {
+        (Some(ItemKind::RuntimeStore), EntryKind::Dir) => ItemKind::RuntimeStore,
+        (Some(ItemKind::Directory) | None, EntryKind::Dir) => ItemKind::Directory,
+        (Some(ItemKind::Document) | None, EntryKind::File) => ItemKind::Document,
+        _ => {
+            return Err(format!(
+                "{} does not match its manifest line (not a {})",
+                item.moved_to,
+                match item.kind {
+                    Some(ItemKind::RuntimeStore) => "runtime store",
+                    Some(ItemKind::Directory) => "directory",
+                    _ => "file or directory",
+                }
+            ))
+        }
+    };
+    let pre = if stat.kind == EntryKind::Dir {
+        let d = root.tree_digest(path).map_err(|e| e.to_string())?;
+        Precondition::Tree {
+            bytes: d.bytes,
+            tree_blake3: d.tree_blake3,
+        }
+    } else {
+        let d = root.file_digest(path).map_err(|e| e.to_string())?;
+        Precondition::File {
+            bytes: d.bytes,
+            sha256: d.sha256,
+        }
+    };
+    Ok(Some((kind, pre)))
+}
+
 fn action(
     rule: &str,
     rule_name: &str,
@@ -175,6 +449,11 @@ fn action(
 /// Plans `--restore RUN [--item REL]...`: first the documents the run's recoveries wrote are
 /// set aside (into the restoring run), then every manifest item goes back to its original path,
 /// verified against its manifest digest. An occupied original path is refused, by name.
+///
+/// A run the app wrote (absolute paths, a `detail`) is restored the same way: its paths must
+/// lie under S (anything else is refused by name); a document is verified against its
+/// `detail.sha256`; a store or directory, which has no digest, must be found where the line
+/// says, as the kind it says, and moves back as that kind (a store by the store-move protocol).
 pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPlan, AdminError> {
     let manifest = read_manifest(root, run)?;
     let wanted: BTreeSet<&str> = items.iter().map(String::as_str).collect();
@@ -196,7 +475,11 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
         })
         .collect();
     for item in &wanted {
-        let known = manifest.iter().any(|l| l.original == *item)
+        let known = manifest
+            .items
+            .iter()
+            .any(|l| l.original == *item || l.original_as_written == *item)
+            || manifest.refused.iter().any(|l| l.original == *item)
             || recovered.iter().any(|(d, _)| d == item);
         if !known {
             return Err(AdminError::NoSuchItem {
@@ -240,42 +523,79 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
         a.kind = Some(ItemKind::Document);
         out.push(a);
     }
-    for line in &manifest {
-        if !selected(&line.original) {
+    for line in &manifest.refused {
+        if selected(&line.original) {
+            // The path the report names must be relative to S: the run itself.
+            out.skip(
+                &format!("{SET_ASIDE_DIR}/{run}"),
+                &line.rule,
+                line.why.clone(),
+            );
+        }
+    }
+    let restored = restored_items(root)?;
+    for line in &manifest.items {
+        if !(selected(&line.original) || selected(&line.original_as_written)) {
             continue;
         }
-        let want = promised(line);
-        let now_there = found(root, &line.moved_to, &want)?;
-        let at_original = found(root, &line.original, &want)?;
-        match now_there {
-            None if at_original.as_ref() == Some(&want) => {
-                out.skip(&line.original, &line.rule, "already in place".into());
-                continue;
+        let (kind, want) = match &line.promise {
+            Some(want) => {
+                let want = want.clone();
+                let now_there = found(root, &line.moved_to, &want)?;
+                let at_original = found(root, &line.original, &want)?;
+                match now_there {
+                    None if at_original.as_ref() == Some(&want) => {
+                        out.skip(&line.original, &line.rule, "already in place".into());
+                        continue;
+                    }
+                    None => {
+                        out.skip(
+                            &line.original,
+                            &line.rule,
+                            format!("missing from the set-aside run: {}", line.moved_to),
+                        );
+                        continue;
+                    }
+                    Some(p) if p != want => {
+                        out.skip(
+                            &line.original,
+                            &line.rule,
+                            format!("{} does not match its manifest line: kept", line.moved_to),
+                        );
+                        continue;
+                    }
+                    Some(_) => {}
+                }
+                let kind = line.kind.unwrap_or(ItemKind::Document);
+                if kind == ItemKind::PreviousVersion && at_original.as_ref() == Some(&want) {
+                    out.skip(&line.original, &line.rule, "already in place".into());
+                    continue;
+                }
+                (kind, want)
             }
-            None => {
-                out.skip(
-                    &line.original,
-                    &line.rule,
-                    format!("missing from the set-aside run: {}", line.moved_to),
-                );
-                continue;
-            }
-            Some(p) if p != want => {
-                out.skip(
-                    &line.original,
-                    &line.rule,
-                    format!("{} does not match its manifest line: kept", line.moved_to),
-                );
-                continue;
-            }
-            Some(_) => {}
-        }
-        if line.kind == ItemKind::PreviousVersion {
-            if at_original.as_ref() == Some(&want) {
-                out.skip(&line.original, &line.rule, "already in place".into());
-                continue;
-            }
-        } else if root.stat(Path::new(&line.original))?.is_some() {
+            // No digest (an app line for a store or a directory): it must be where the line
+            // says, as the kind it says; the plan's precondition is what is there now.
+            None => match on_disk(root, line) {
+                Ok(Some(found)) => found,
+                Ok(None) if restored.contains(&line.moved_to) => {
+                    out.skip(&line.original, &line.rule, "already restored".into());
+                    continue;
+                }
+                Ok(None) => {
+                    out.skip(
+                        &line.original,
+                        &line.rule,
+                        format!("missing from the set-aside run: {}", line.moved_to),
+                    );
+                    continue;
+                }
+                Err(why) => {
+                    out.skip(&line.original, &line.rule, format!("{why}: kept"));
+                    continue;
+                }
+            },
+        };
+        if kind != ItemKind::PreviousVersion && root.stat(Path::new(&line.original))?.is_some() {
             out.skip(
                 &line.original,
                 &line.rule,
@@ -283,62 +603,101 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
             );
             continue;
         }
+        let by = match line.writer {
+            Writer::Doctor => format!("run {run}"),
+            Writer::App => format!("the app's run {run}"),
+        };
+        let reason = if line.reason.trim().is_empty() {
+            format!("set aside by {by}")
+        } else {
+            format!("set aside by {by}: {}", line.reason)
+        };
         let mut a = action(
             &line.rule,
             "restore",
             ActionKind::Restore,
             &line.original,
-            format!("set aside by run {run}: {}", line.reason),
+            reason,
             want,
         );
-        a.kind = Some(line.kind);
+        a.kind = Some(kind);
         a.from = Some(line.moved_to.clone());
         out.push(a);
     }
     Ok(out)
 }
 
+/// Why a run cannot be purged without `--force`.
+enum Unverified {
+    /// Its contents do not match its manifest.
+    Mismatch(String),
+    /// The app wrote it and some items have no digest to check.
+    NoDigests(String),
+}
+
 /// Whether the contents of run `run` match its manifest, allowing items a restore took back.
-/// `Err` says what does not match.
+/// `Err` says what does not match, or that items of an app-made run cannot be checked.
 fn verify_run(
     root: &Root,
     run: &str,
     restored: &BTreeSet<String>,
     all_runs: &[String],
-) -> Result<(), String> {
+) -> Result<(), Unverified> {
+    use Unverified::Mismatch;
     // No manifest: a run killed before its first line; then it must hold nothing at all.
     let manifest = match read_manifest(root, run) {
         Ok(m) => m,
-        Err(AdminError::NoSuchRun { .. }) => Vec::new(),
-        Err(e) => return Err(e.to_string()),
+        Err(AdminError::NoSuchRun { .. }) => Manifest::default(),
+        Err(e) => return Err(Mismatch(e.to_string())),
     };
+    if let Some(refused) = manifest.refused.first() {
+        return Err(Mismatch(refused.why.clone()));
+    }
     let mut listed: BTreeSet<String> = BTreeSet::new();
-    for line in &manifest {
+    let mut without_digest = 0usize;
+    for line in &manifest.items {
         listed.insert(line.moved_to.clone());
         if restored.contains(&line.moved_to) {
             continue;
         }
-        let want = promised(line);
-        match found(root, &line.moved_to, &want) {
-            Ok(Some(p)) if p == want => {}
+        let Some(want) = &line.promise else {
+            match on_disk(root, line) {
+                Ok(Some(_)) => without_digest += 1,
+                Ok(None) => {
+                    return Err(Mismatch(format!(
+                        "{} is missing (a partial run)",
+                        line.moved_to
+                    )))
+                }
+                Err(why) => return Err(Mismatch(why)),
+            }
+            continue;
+        };
+        match found(root, &line.moved_to, want) {
+            Ok(Some(p)) if p == *want => {}
             Ok(Some(_)) => {
-                return Err(format!(
+                return Err(Mismatch(format!(
                     "{} does not match its manifest line",
                     line.moved_to
-                ))
+                )))
             }
             // The manifest line is written before the move or copy; a run killed in between
             // left the item where it was, so nothing of it is in the run.
-            Ok(None) if found(root, &line.original, &want).ok().flatten() == Some(want.clone()) => {
+            Ok(None) if found(root, &line.original, want).ok().flatten().as_ref() == Some(want) => {
             }
             // ... or the next run moved it into its own run.
             Ok(None)
                 if all_runs.iter().filter(|r| *r != run).any(|other| {
                     let there = format!("{SET_ASIDE_DIR}/{other}/{}", line.original);
-                    found(root, &there, &want).ok().flatten() == Some(want.clone())
+                    found(root, &there, want).ok().flatten().as_ref() == Some(want)
                 }) => {}
-            Ok(None) => return Err(format!("{} is missing (a partial run)", line.moved_to)),
-            Err(e) => return Err(e.to_string()),
+            Ok(None) => {
+                return Err(Mismatch(format!(
+                    "{} is missing (a partial run)",
+                    line.moved_to
+                )))
+            }
+            Err(e) => return Err(Mismatch(e.to_string())),
         }
     }
     // Nothing may be in the run that the manifest does not account for, except temporary
@@ -346,7 +705,9 @@ fn verify_run(
     let top = format!("{SET_ASIDE_DIR}/{run}");
     let mut stack = vec![top.clone()];
     while let Some(dir) = stack.pop() {
-        let entries = root.list(Path::new(&dir)).map_err(|e| e.to_string())?;
+        let entries = root
+            .list(Path::new(&dir))
+            .map_err(|e| Mismatch(e.to_string()))?;
         for e in entries {
             let rel = format!("{dir}/{}", e.name.to_string_lossy());
             if e.kind == EntryKind::File && store::ids::is_doctor_temp(&e.name.to_string_lossy()) {
@@ -363,15 +724,29 @@ fn verify_run(
             if e.kind == EntryKind::Dir && leads_to_item {
                 stack.push(rel);
             } else {
-                return Err(format!("{rel} is not in the manifest"));
+                return Err(Mismatch(format!("{rel} is not in the manifest")));
             }
         }
+    }
+    if without_digest > 0 {
+        let total = manifest.items.len();
+        return Err(Unverified::NoDigests(if without_digest == total {
+            format!(
+                "run {run} was written by the app and has no digests to verify: pass --force to purge it"
+            )
+        } else {
+            format!(
+                "run {run} was written by the app and {without_digest} of its {total} items have no digest to verify: pass --force to purge it"
+            )
+        }));
     }
     Ok(())
 }
 
 /// Plans `--purge-set-aside --older-than DUR`: every run whose id time is at least `older_than`
-/// seconds before `now`, whose contents match its manifest (or `force`), is deleted whole.
+/// seconds before `now`, whose contents match its manifest (or `force`), is deleted whole. A
+/// run the app wrote whose stores or directories have no digest cannot be verified: it is
+/// purged only with `force`.
 pub fn plan_purge(
     root: &Root,
     older_than: i64,
@@ -386,16 +761,7 @@ pub fn plan_purge(
         out.skip(SET_ASIDE_DIR, "purge", "not a directory: left alone".into());
         return Ok(out);
     }
-    let restored: BTreeSet<String> = receipts(root)?
-        .into_iter()
-        .filter(|r| r.action == ActionKind::Restore && r.outcome == OutcomeKind::Applied)
-        .filter_map(|r| {
-            r.extra
-                .get("from")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        })
-        .collect();
+    let restored = restored_items(root)?;
     let entries = root.list(Path::new(SET_ASIDE_DIR))?;
     let all_runs: Vec<String> = entries
         .iter()
@@ -427,13 +793,19 @@ pub fn plan_purge(
         }
         let reason = match verify_run(root, &name, &restored, &all_runs) {
             Ok(()) => format!("set aside {}h ago", age / 3600),
-            Err(why) if force => format!("set aside {}h ago; forced although {why}", age / 3600),
-            Err(why) => {
+            Err(Unverified::Mismatch(why) | Unverified::NoDigests(why)) if force => {
+                format!("set aside {}h ago; forced although {why}", age / 3600)
+            }
+            Err(Unverified::Mismatch(why)) => {
                 out.skip(
                     &rel,
                     "purge",
                     format!("does not match its manifest ({why}); use --force to purge it anyway"),
                 );
+                continue;
+            }
+            Err(Unverified::NoDigests(why)) => {
+                out.skip(&rel, "purge", why);
                 continue;
             }
         };

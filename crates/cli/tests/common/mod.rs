@@ -232,23 +232,43 @@ pub fn copy_mtimes(from: &Path, to: &Path) {
 }
 
 #[allow(dead_code)]
-/// Replaces what differs between runs and machines: temp paths, run ids, pids.
+/// Replaces what differs between runs and machines: temp paths, run ids, pids, and values
+/// derived from temp paths (execution scopes, hashes of files that hold a temp path).
 pub struct Redactions {
-    pairs: Vec<(String, &'static str)>,
+    pairs: Vec<(String, String)>,
 }
 
 impl Redactions {
     pub fn new(paths: &[(&Path, &'static str)], runs: &[&str]) -> Redactions {
-        let mut pairs: Vec<(String, &'static str)> = Vec::new();
+        let mut pairs: Vec<(String, String)> = Vec::new();
         for (p, to) in paths {
-            pairs.push((p.to_string_lossy().into_owned(), to));
+            pairs.push((p.to_string_lossy().into_owned(), to.to_string()));
             if let Ok(c) = p.canonicalize() {
-                pairs.push((c.to_string_lossy().into_owned(), to));
+                pairs.push((c.to_string_lossy().into_owned(), to.to_string()));
             }
         }
-        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]")));
-        pairs.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-        Redactions { pairs }
+        pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]".to_owned())));
+        let mut red = Redactions { pairs };
+        red.sort();
+        red
+    }
+
+    /// Adds one literal replacement (no canonical form added: `from` is replaced as written).
+    /// When two replacements share `from`, the one added first wins.
+    pub fn with(mut self, from: impl Into<String>, to: impl Into<String>) -> Redactions {
+        let from = from.into();
+        if !from.is_empty() {
+            self.pairs.push((from, to.into()));
+            self.sort();
+        }
+        self
+    }
+
+    /// Longest first, so that a path is replaced before any of its prefixes (stable: equal
+    /// lengths keep the order they were added in).
+    fn sort(&mut self) {
+        self.pairs
+            .sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
     }
 
     pub fn apply(&self, text: &str) -> String {
@@ -280,13 +300,19 @@ fn redact_pids(text: &str) -> String {
 #[allow(dead_code)]
 /// A JSON-lines file with `at` replaced, one line per record.
 pub fn records(path: &Path, red: &Redactions) -> String {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return "(none)\n".into();
-    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => records_text(&text, &path.display().to_string(), red),
+        Err(_) => "(none)\n".into(),
+    }
+}
+
+#[allow(dead_code)]
+/// [`records`] of the text of a JSON-lines file (`what` names it in a panic).
+pub fn records_text(text: &str, what: &str, red: &Redactions) -> String {
     let mut out = String::new();
     for line in text.lines() {
         let mut v: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{}: line is not JSON ({e}): {line}", path.display()));
+            .unwrap_or_else(|e| panic!("{what}: line is not JSON ({e}): {line}"));
         if let Some(at) = v.get_mut("at") {
             *at = Value::String("[AT]".into());
         }
