@@ -20,7 +20,8 @@ use store::{Clock, Timestamp};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
-/// A readable document with id `id`, as a JSON value to break.
+/// A readable document with id `id` in the shape the app writes (codewhale-format.md §1: every
+/// required metadata field, content blocks), bound to no store, as a JSON value to break.
 fn document(id: &str) -> Value {
     json!({
         "schema_version": 1,
@@ -30,12 +31,29 @@ fn document(id: &str) -> Value {
             "created_at": "2026-09-01T10:00:00Z",
             "updated_at": "2026-09-01T11:00:00Z",
             "message_count": 2,
-            "total_tokens": 1234
+            "total_tokens": 1234,
+            "model": "deepseek-v4",
+            "model_provider": "deepseek",
+            "workspace": "/home/u/proj",
+            "mode": "agent",
+            "cost": {
+                "session_cost_usd": 0.0,
+                "priced_turns": 0,
+                "unpriced_turns": 0,
+                "coverage_recorded": false
+            }
         },
         "messages": [
-            { "role": "user", "content": "The parser rejects trailing commas." },
-            { "role": "assistant", "content": "Fixed, with a test for [1, 2,]." }
-        ]
+            {
+                "role": "user",
+                "content": [{ "type": "text", "text": "The parser rejects trailing commas." }]
+            },
+            {
+                "role": "assistant",
+                "content": [{ "type": "text", "text": "Fixed, with a test for [1, 2,]." }]
+            }
+        ],
+        "system_prompt": null
     })
 }
 
@@ -190,6 +208,60 @@ fn rows() -> Vec<Row> {
             })),
         ),
         row(
+            "content given as a string",
+            File(document_with(|d| {
+                d["messages"][0]["content"] = json!("The parser rejects trailing commas.")
+            })),
+        ),
+        row(
+            "a content block without a type",
+            File(document_with(|d| {
+                d["messages"][0]["content"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("type");
+            })),
+        ),
+        row(
+            "wrong type: a text block's text is a number",
+            File(document_with(|d| {
+                d["messages"][1]["content"][0]["text"] = json!(7)
+            })),
+        ),
+        row(
+            "missing field: metadata.model",
+            File(document_with(|d| {
+                d["metadata"].as_object_mut().unwrap().remove("model");
+            })),
+        ),
+        row(
+            "missing field: metadata.workspace",
+            File(document_with(|d| {
+                d["metadata"].as_object_mut().unwrap().remove("workspace");
+            })),
+        ),
+        row(
+            "missing field: metadata.runtime_store.execution_scope",
+            File(document_with(|d| {
+                d["metadata"]["runtime_store"] = json!({ "data_dir": "/nowhere/runtime" })
+            })),
+        ),
+        row(
+            "a journal whose leaf_id names no entry",
+            File(document_with(|d| {
+                d["journal"] = json!({
+                    "entries": [{
+                        "id": "e1",
+                        "kind": "user",
+                        "text": "The parser rejects trailing commas.",
+                        "created_at": "2026-09-01T10:00:00Z"
+                    }],
+                    "leaf_id": "e9",
+                    "schema_version": 1
+                })
+            })),
+        ),
+        row(
             "metadata.id differs from the file name",
             File(pretty(&document("someone-else"))),
         ),
@@ -229,7 +301,7 @@ fn rows() -> Vec<Row> {
             "8 MiB, truncated at the end",
             File(
                 String::from_utf8(document_with(|d| {
-                    d["messages"][0]["content"] = json!("x".repeat(8 << 20))
+                    d["messages"][0]["content"][0]["text"] = json!("x".repeat(8 << 20))
                 }))
                 .unwrap()
                 .trim_end()

@@ -15,6 +15,7 @@
 //! `DOCTOR_HOST_SECONDS` shortens or lengthens the simulation (default 30).
 
 mod common;
+mod stores;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -372,9 +373,8 @@ fn the_doctor_never_removes_a_temporary_file_of_a_held_store() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
     let store = s.join("busy/runtime");
+    stores::empty_store(&s, "busy/runtime");
     std::fs::create_dir_all(store.join("threads")).unwrap();
-    std::fs::write(store.join("owner.json"), br#"{"owner_id":"owner_1"}"#).unwrap();
-    std::fs::write(store.join("runtime-process.owner.lock"), b"").unwrap();
     std::fs::create_dir_all(s.join(".late-usage")).unwrap();
     // The host: holds the store's owner lock and the lease of its session; its pid is alive.
     let host = Holder::spawn(&[
@@ -449,20 +449,7 @@ fn host_sim_journals_what_it_holds_and_saves() {
 /// between its first thread record and its first document), and the plan a dry run makes of
 /// it: R4 unbinds the thread, R3 recovers `th-x.json`.
 fn plan_before_the_document(s: &Path, plan: &Path) -> doctor::RepairReport {
-    let store = s.join("x/runtime");
-    std::fs::create_dir_all(store.join("threads")).unwrap();
-    std::fs::create_dir_all(store.join("turns/th-x")).unwrap();
-    std::fs::write(store.join("runtime-process.owner.lock"), b"").unwrap();
-    std::fs::write(
-        store.join("threads/th-x.json"),
-        br#"{"schema_version":1,"id":"th-x","created_at":"2026-09-01T10:00:00Z","session_id":"x"}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        store.join("turns/th-x/t1.json"),
-        br#"{"schema_version":1,"id":"t1","thread_id":"th-x","seq":1,"status":"completed","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#,
-    )
-    .unwrap();
+    stores::store_with_thread(s, "x/runtime", "th-x", Some("x"), 1);
     let mut opts = doctor::RepairOptions::new(s);
     opts.dry_run = true;
     let dry = doctor::repair_sessions(&opts).unwrap();
@@ -470,7 +457,10 @@ fn plan_before_the_document(s: &Path, plan: &Path) -> doctor::RepairReport {
     dry
 }
 
-const DOCUMENT_X: &[u8] = br#"{"schema_version":1,"metadata":{"id":"x","title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","runtime_store":{"data_dir":"x/runtime"}},"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#;
+/// The document `x` the host saves, bound to `x/runtime` as the app binds (absolute path).
+fn document_x(s: &Path) -> Vec<u8> {
+    stores::pretty(&stores::bound_document(s, "x", "x/runtime"))
+}
 
 /// What the live-host test found in about one 30 s run in four, made deterministic. A doctor's
 /// scan is not a snapshot: it can list S before a host writes its first document and probe the
@@ -487,7 +477,7 @@ fn a_plan_made_before_the_document_was_saved_does_not_unbind_its_thread() {
     let dry = plan_before_the_document(&s, &plan);
     assert_eq!(dry.plan.actions.len(), 2, "{:?}", dry.plan);
     // The host saves its document, then lets go of the session.
-    std::fs::write(s.join("x.json"), DOCUMENT_X).unwrap();
+    std::fs::write(s.join("x.json"), document_x(&s)).unwrap();
     let record = std::fs::read(s.join("x/runtime/threads/th-x.json")).unwrap();
     let applied = doctor::apply_plan_file(&plan, store::Clock::System).unwrap();
     assert_eq!(
@@ -510,16 +500,14 @@ fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
     let store = s.join("x/runtime");
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::write(store.join("owner.json"), br#"{"owner_id":"owner_1"}"#).unwrap();
-    std::fs::write(store.join("runtime-process.owner.lock"), b"").unwrap();
+    stores::empty_store(&s, "x/runtime");
     let mut opts = doctor::RepairOptions::new(&s);
     opts.dry_run = true;
     let dry = doctor::repair_sessions(&opts).unwrap();
     assert_eq!(dry.plan.actions.len(), 1);
     let plan = tmp.path().join("plan.json");
     std::fs::write(&plan, doctor::plan_file_bytes(&dry)).unwrap();
-    std::fs::write(s.join("x.json"), DOCUMENT_X).unwrap();
+    std::fs::write(s.join("x.json"), document_x(&s)).unwrap();
     let applied = doctor::apply_plan_file(&plan, store::Clock::System).unwrap();
     assert!(
         store.join("owner.json").exists(),

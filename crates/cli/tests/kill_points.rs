@@ -3,6 +3,11 @@
 //! mutations (the hidden `DOCTOR_FAULT_AT` hook in the write seam). After each kill a complete
 //! rerun must reach the uninterrupted end state, nothing may be lost, and a further run must
 //! plan nothing.
+//!
+//! Every run works on a fresh copy of the demo store at one and the same path: a recovered
+//! document records the store's absolute canonical path and the execution scope derived from
+//! it (store-format.md, Version 2), so end states are comparable byte for byte only at the same
+//! place.
 
 mod common;
 
@@ -67,6 +72,15 @@ fn runs_not_matching_their_manifests(s: &Path) -> Vec<String> {
         .iter()
         .map(|k| k["why"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Replaces whatever is at `s` with a fresh copy of `pristine` (mtimes included).
+fn fresh_copy(pristine: &Path, s: &Path) {
+    if s.exists() {
+        std::fs::remove_dir_all(s).unwrap_or_else(|e| panic!("remove {}: {e}", s.display()));
+    }
+    common::copy_tree(pristine, s);
+    common::copy_mtimes(pristine, s);
 }
 
 fn complete_repair(s: &Path) {
@@ -181,22 +195,20 @@ fn every_kill_point_converges_and_loses_nothing() {
     let (_tmp, pristine) = demo_with_old_artifacts();
     let before = tree(&pristine);
 
+    // Every run below works at this one path.
+    let work = tempfile::tempdir().unwrap();
+    let s = work.path().join("S");
+
     // The uninterrupted run, and how many mutations it makes.
-    let reference = tempfile::tempdir().unwrap();
-    let r = reference.path().join("S");
-    common::copy_tree(&pristine, &r);
-    common::copy_mtimes(&pristine, &r);
-    complete_repair(&r);
-    assert!(plans_nothing(&r));
-    let want_user = user_tree(&r);
-    let want_aside = set_aside_files(&r);
+    fresh_copy(&pristine, &s);
+    complete_repair(&s);
+    assert!(plans_nothing(&s));
+    let want_user = user_tree(&s);
+    let want_aside = set_aside_files(&s);
 
     let mut total = 0;
     loop {
-        let t = tempfile::tempdir().unwrap();
-        let s = t.path().join("S");
-        common::copy_tree(&pristine, &s);
-        common::copy_mtimes(&pristine, &s);
+        fresh_copy(&pristine, &s);
         if !repair_killed_at(&s, &(total + 1).to_string()) {
             break;
         }
@@ -212,10 +224,7 @@ fn every_kill_point_converges_and_loses_nothing() {
     let mut partial_store_moves = 0;
     for n in 1..=total {
         for spec in [n.to_string(), format!("{n}:after")] {
-            let t = tempfile::tempdir().unwrap();
-            let s = t.path().join("S");
-            common::copy_tree(&pristine, &s);
-            common::copy_mtimes(&pristine, &s);
+            fresh_copy(&pristine, &s);
             assert!(
                 repair_killed_at(&s, &spec),
                 "kill point {spec} was not reached"

@@ -3,6 +3,8 @@
 //! nothing): held stores and live sessions are never touched, and the race points of the
 //! store move never produce two owners.
 
+mod stores;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -10,6 +12,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use doctor::RepairOptions;
 use fsroot::{LockProbe, TryLock, WritableRoot};
 use store::{Clock, Timestamp};
+use stores::empty_store;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -93,20 +96,6 @@ fn repair(s: &Path) -> doctor::RepairReport {
     let mut opts = RepairOptions::new(s);
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     doctor::repair_sessions(&opts).expect("repair runs")
-}
-
-fn empty_store(s: &Path, store: &str) {
-    write(
-        s,
-        &format!("{store}/owner.json"),
-        r#"{"owner_id":"owner_1"}"#,
-    );
-    write(
-        s,
-        &format!("{store}/state.json"),
-        r#"{"schema_version":1,"next_seq":1}"#,
-    );
-    write(s, &format!("{store}/runtime-process.owner.lock"), "");
 }
 
 #[test]
@@ -302,10 +291,10 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
         "a user's file that only looks like ours",
     );
     empty_store(s, "h/runtime");
-    write(
+    stores::write(
         s,
         "h/runtime/threads/t1.json",
-        r#"{"schema_version":1,"id":"t1"}"#,
+        stores::pretty(&stores::thread("t1", None)),
     );
     write(
         s,
@@ -349,28 +338,38 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     );
 }
 
+/// The temporary file of an interrupted write inside the threads directory of a store nobody
+/// holds (what a doctor killed in the middle of a thread rewrite leaves) is removed by the next
+/// real run, as its dry run says: the run takes the store's owner lock itself before removing
+/// it, and that lock must not be mistaken for another holder.
+#[test]
+fn an_interrupted_write_inside_a_free_store_is_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path();
+    stores::store_with_thread(s, "f/runtime", "th-f", None, 0);
+    let temp = "f/runtime/threads/.th-f.json.doctor-tmp-4242-1";
+    write(s, temp, "half a record");
+    let mut opts = RepairOptions::new(s);
+    opts.dry_run = true;
+    opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
+    let dry = doctor::repair_sessions(&opts).unwrap();
+    assert_eq!(dry.interrupted_writes, [temp]);
+    let real = repair(s);
+    assert_eq!(
+        real.interrupted_writes, dry.interrupted_writes,
+        "dry run = real run"
+    );
+    assert!(!s.join(temp).exists(), "the temporary file is still there");
+}
+
+/// A store no document binds, holding thread `th1` bound to the missing document `gamma`:
+/// planned R4 (unbind) then R3 (recover `th1.json`). (Version 2 recovers only in stores no
+/// document binds; in a bound store R4 would be planned alone.)
 #[test]
 fn an_unbind_whose_session_came_back_live_after_planning_is_skipped() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
-    write(
-        s,
-        "host.json",
-        &format!(
-            r#"{{"schema_version":1,"metadata":{{"id":"host","title":"t","created_at":"{NOW}","updated_at":"{NOW}","runtime_store":{{"data_dir":"host/runtime"}}}},"messages":[]}}"#
-        ),
-    );
-    empty_store(s, "host/runtime");
-    write(
-        s,
-        "host/runtime/threads/th1.json",
-        r#"{"schema_version":1,"id":"th1","session_id":"gamma"}"#,
-    );
-    write(
-        s,
-        "host/runtime/turns/th1/t1.json",
-        r#"{"schema_version":1,"id":"t1","thread_id":"th1","seq":1,"status":"completed","messages":[{"role":"user","content":"q"}]}"#,
-    );
+    stores::store_with_thread(s, "host/runtime", "th1", Some("gamma"), 1);
     let mut opts = RepairOptions::new(s);
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());

@@ -8,10 +8,16 @@
 //!
 //! `host-sim simulate SESSIONS --seconds N --seed K --journal FILE` plays a busy host for N
 //! seconds: it creates, saves, closes, resumes, deletes and abandons sessions continuously, the
-//! way a real host does (see [`simulate`]), and logs every item it held and every file it saved
+//! way a real host does (see [`Sim::run`]), and logs every item it held and every file it saved
 //! to FILE, one JSON object a line, so a test can check afterwards that a doctor running beside
 //! it touched nothing it held and lost nothing it saved. It prints one line of counts at the
 //! end and exits 0, or 1 when it saw a violation.
+//!
+//! It writes the store the way Codewhale does (store-format.md, "Version 2"): documents with
+//! content blocks bound by the store's absolute canonical path and its execution scope, thread
+//! records with the app's required fields and a checkpoint of the saved messages, flat
+//! `turns/<turn id>.json` and `items/<item id>.json`. Its records are plain JSON values, so it
+//! depends on no model type of the library.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
@@ -20,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use fsroot::WritableRoot;
 use serde_json::{json, Map, Value};
+use std::os::unix::ffi::OsStrExt;
+
 use store::host::{Acquired, LiveLease, StoreOwnerLock};
-use store::model::{Message, SessionDocument, ThreadRecord, Turn, Usage};
 use store::Timestamp;
 
 fn say(line: &str) {
@@ -118,9 +125,15 @@ fn simulate_main(args: &[String]) -> i32 {
     };
     let sessions = WritableRoot::open(&args.sessions)
         .unwrap_or_else(|e| panic!("host-sim: cannot open the sessions directory: {e}"));
+    // The app records a store's canonical path in the documents that bind it.
+    let canonical = args
+        .sessions
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("host-sim: cannot canonicalize the sessions directory: {e}"));
     let journal = Journal::open(&args.journal);
     let mut sim = Sim {
         root: sessions,
+        canonical,
         journal,
         rng: Rng(args.seed ^ 0x9e37_79b9_7f4a_7c15),
         seed: args.seed,
@@ -210,8 +223,15 @@ struct Session {
     tid: String,
     /// Every file this host wrote for the session and did not remove: path -> bytes.
     files: BTreeMap<String, Vec<u8>>,
-    messages: Vec<Message>,
+    /// The conversation so far, as the document holds it.
+    messages: Vec<Value>,
+    /// The store's `owner_id`.
+    owner_id: String,
+    /// When the session was created (its thread's and its document's `created_at`).
+    created_at: String,
     turns: u64,
+    /// The sum of the turns' input and output tokens.
+    tokens: u64,
     document_written: bool,
     /// Entries others added while the session rested, accepted as part of its state.
     foreign: BTreeSet<String>,
@@ -238,6 +258,8 @@ impl Session {
 
 struct Sim {
     root: WritableRoot,
+    /// The canonical path of the sessions directory.
+    canonical: PathBuf,
     journal: Journal,
     rng: Rng,
     seed: u64,
@@ -262,18 +284,19 @@ impl Sim {
     /// - **create**: a new session id; take its live lease (`LiveLease::acquire`), then its
     ///   store (`StoreOwnerLock::acquire`, which creates `<id>/runtime`), then write
     ///   `owner.json` and `state.json`. The session stays open.
-    /// - **save**: an open session gains a turn: the turn file, the thread record (bound to
-    ///   the session, with a checkpoint), `state.json`, then the document, every one with
-    ///   `write_atomic`, under the held lease and lock.
+    /// - **save**: an open session gains a turn: its two items, the turn record, the thread
+    ///   record (bound to the session, with a checkpoint), `state.json`, then the document,
+    ///   every one with `write_atomic`, under the held lease and lock.
     /// - **close**: an open, saved session releases its locks and rests.
     /// - **resume**: a resting session is taken again (lease, then lock; while the doctor's
     ///   probe holds either for an instant, the attempt counts as `busy` and is retried).
     /// - **delete**: an open session (a resting one is resumed first) removes its document and
-    ///   its store's work (`threads/`, `turns/`, `state.json`), writes the tombstone
+    ///   its store's work (`threads/`, `turns/`, `items/`, `state.json`), writes the tombstone
     ///   `.late-usage/<id>.deleted` and releases. The empty store is the doctor's to set aside.
     /// - **abandon**: a crash before the first document: an open session writes a turn and its
-    ///   bound thread record, then drops its locks without a document. The orphan is the
-    ///   doctor's to repair (R4, R3); the host never comes back to it.
+    ///   bound thread record, then drops its locks without a document. No document binds the
+    ///   store, so the orphan is the doctor's to repair (R4 unbinds the thread, R3 recovers it
+    ///   as the document `th-<id>.json`); the host never comes back to it.
     ///
     /// Before every operation on a session it holds, right after taking one again, and right
     /// before letting go of one it deletes or abandons, the host verifies that every file it
@@ -462,8 +485,8 @@ impl Sim {
         s.files.insert(rel, bytes);
     }
 
-    /// Every file of `s` is at its path with the bytes last written, and its store, threads
-    /// and turns hold no entry the host did not write.
+    /// Every file of `s` is at its path with the bytes last written, and its store, threads,
+    /// turns and items hold no entry the host did not write.
     ///
     /// `when` says what may have happened since the last check. [`When::Held`]: the session was
     /// held all along, so any difference is a violation (the doctor touched a held item). A
@@ -496,7 +519,8 @@ impl Sim {
         for dir in [
             store.clone(),
             format!("{store}/threads"),
-            format!("{store}/turns/{}", s.tid),
+            format!("{store}/turns"),
+            format!("{store}/items"),
         ] {
             let Ok(entries) = self.root.list(Path::new(&dir)) else {
                 continue;
@@ -507,7 +531,8 @@ impl Sim {
                     || s.foreign.contains(&rel)
                     || rel == format!("{store}/runtime-process.owner.lock")
                     || rel == format!("{store}/threads")
-                    || rel == format!("{store}/turns");
+                    || rel == format!("{store}/turns")
+                    || rel == format!("{store}/items");
                 if !expected {
                     changed.push((rel.clone(), "an entry the host did not write".into()));
                     s.foreign.insert(rel);
@@ -557,104 +582,146 @@ impl Sim {
             return;
         };
         self.count("create");
+        // `owner_<32 hex>`, as the app creates it.
+        let owner_id = format!(
+            "owner_{}",
+            &store::digest_of(format!("{id} {}", self.seed).as_bytes()).sha256[..32]
+        );
         let mut s = Session {
             tid: format!("th-{id}"),
             id,
             files: BTreeMap::new(),
             messages: Vec::new(),
+            owner_id,
+            created_at: self.now(),
             turns: 0,
+            tokens: 0,
             document_written: false,
             foreign: BTreeSet::new(),
             held: Some(held),
         };
         let store = s.store();
-        let owner = json!({ "owner_id": format!("owner_{}", s.id) });
+        let owner = json!({ "owner_id": s.owner_id });
         self.put(&mut s, format!("{store}/owner.json"), pretty(&owner));
-        let state = json!({ "schema_version": 1, "next_seq": 1 });
+        let state = json!({ "schema_version": 2, "next_seq": 1 });
         self.put(&mut s, format!("{store}/state.json"), pretty(&state));
         self.open.push(s);
     }
 
-    /// A new turn, the thread record bound to the session, `state.json`; with `document`, the
+    /// The binding of the documents of `s`: the store's absolute canonical path and its
+    /// execution scope (SHA-256 of the owner id, a zero byte, `<store>/events.lock`).
+    fn binding(&self, s: &Session) -> Value {
+        let data_dir = self.canonical.join(s.store());
+        let mut scope = s.owner_id.as_bytes().to_vec();
+        scope.push(0);
+        scope.extend_from_slice(data_dir.join("events.lock").as_os_str().as_bytes());
+        json!({
+            "data_dir": data_dir.to_string_lossy(),
+            "execution_scope": store::digest_of(&scope).sha256,
+        })
+    }
+
+    /// A new turn (its two items, then the turn record), the thread record bound to the
+    /// session with a checkpoint of the conversation, `state.json`; with `document`, the
     /// document too.
     fn write_turn(&mut self, s: &mut Session, document: bool) {
         s.turns += 1;
         let n = s.turns;
         let at = self.now();
-        let turn_id = format!("t{n}");
-        let messages = vec![
-            message(
-                "user",
-                &format!("question {n} of {} (seed {})", s.id, self.seed),
-            ),
-            message(
-                "assistant",
-                &format!("answer {n}: {}", "lorem ".repeat(1 + self.rng.below(40))),
-            ),
-        ];
-        let turn = Turn {
-            schema_version: 1,
-            id: turn_id.clone(),
-            thread_id: s.tid.clone(),
-            seq: n as i64,
-            status: "completed".into(),
-            created_at: Some(at.clone()),
-            messages: messages.clone(),
-            usage: Some(Usage {
-                input_tokens: 10 * n,
-                output_tokens: 20 * n,
-                cost_usd: Some(0.001),
-                extra: Map::new(),
-            }),
-            extra: Map::new(),
-        };
-        s.messages.extend(messages);
         let store = s.store();
-        self.put(
-            s,
-            format!("{store}/turns/{}/{turn_id}.json", s.tid),
-            pretty(&turn),
-        );
-        let record = ThreadRecord {
-            schema_version: 1,
-            id: s.tid.clone(),
-            session_id: Some(s.id.clone()),
-            saved_session_checkpoint: Some(store::recover::checkpoint_for(&s.messages, &turn_id)),
-            extra: Map::from_iter([
-                ("created_at".into(), "2026-09-01T10:00:00Z".into()),
-                ("updated_at".into(), at.clone().into()),
-                ("title".into(), format!("Session {}", s.id).into()),
-                ("latest_turn_id".into(), turn_id.into()),
-            ]),
-        };
+        let turn_id = format!("turn_{}_{n}", s.tid);
+        let question = format!("question {n} of {} (seed {})", s.id, self.seed);
+        let answer = format!("answer {n}: {}", "lorem ".repeat(1 + self.rng.below(40)));
+        let items = [
+            (format!("item_{}_{n}_u", s.tid), "user_message", question),
+            (format!("item_{}_{n}_a", s.tid), "agent_message", answer),
+        ];
+        for (item_id, kind, text) in &items {
+            let item = json!({
+                "schema_version": 2,
+                "id": item_id,
+                "turn_id": turn_id,
+                "kind": kind,
+                "status": "completed",
+                "summary": text.chars().take(80).collect::<String>(),
+                "detail": text,
+                "artifact_refs": [],
+                "started_at": at,
+                "ended_at": at
+            });
+            self.put(s, format!("{store}/items/{item_id}.json"), pretty(&item));
+        }
+        let (input_tokens, output_tokens) = (10 * n, 20 * n);
+        let turn = json!({
+            "schema_version": 2,
+            "id": turn_id,
+            "thread_id": s.tid,
+            "status": "completed",
+            "input_summary": items[0].2.chars().take(80).collect::<String>(),
+            "created_at": at,
+            "started_at": at,
+            "ended_at": at,
+            "usage": { "input_tokens": input_tokens, "output_tokens": output_tokens },
+            "item_ids": items.iter().map(|(id, _, _)| id.as_str()).collect::<Vec<_>>()
+        });
+        self.put(s, format!("{store}/turns/{turn_id}.json"), pretty(&turn));
+        s.tokens += input_tokens + output_tokens;
+        s.messages.push(message("user", &items[0].2));
+        s.messages.push(message("assistant", &items[1].2));
+
+        let record = json!({
+            "schema_version": 2,
+            "id": s.tid,
+            "created_at": s.created_at,
+            "updated_at": at,
+            "model": "deepseek-v4",
+            "workspace": "/home/u/proj",
+            "mode": "agent",
+            "allow_shell": false,
+            "trust_mode": false,
+            "auto_approve": false,
+            "latest_turn_id": turn_id,
+            "archived": false,
+            "title": format!("Session {}", s.id),
+            "session_id": s.id,
+            "saved_session_checkpoint": {
+                "covered_turn_id": turn_id,
+                "messages_sha256": messages_sha256(&s.messages),
+                "messages_len": s.messages.len()
+            }
+        });
         self.put(
             s,
             format!("{store}/threads/{}.json", s.tid),
             pretty(&record),
         );
-        let state = json!({ "schema_version": 1, "next_seq": n + 1 });
+        let state = json!({ "schema_version": 2, "next_seq": n + 1 });
         self.put(s, format!("{store}/state.json"), pretty(&state));
         if document {
-            let doc = SessionDocument {
-                schema_version: 1,
-                metadata: store::model::DocumentMetadata {
-                    id: s.id.clone(),
-                    title: format!("Session {}", s.id),
-                    created_at: "2026-09-01T10:00:00Z".into(),
-                    updated_at: at,
-                    message_count: Some(s.messages.len() as u64),
-                    total_tokens: Some(30 * n),
-                    cost: None,
-                    runtime_store: Some(store::model::RuntimeStoreRef {
-                        data_dir: Some(store.clone()),
-                        execution_scope: None,
-                        extra: Map::new(),
-                    }),
-                    extra: Map::new(),
+            let doc = json!({
+                "schema_version": 1,
+                "metadata": {
+                    "id": s.id,
+                    "runtime_store": self.binding(s),
+                    "title": format!("Session {}", s.id),
+                    "created_at": s.created_at,
+                    "updated_at": at,
+                    "message_count": s.messages.len(),
+                    "total_tokens": s.tokens,
+                    "model": "deepseek-v4",
+                    "model_provider": "deepseek",
+                    "workspace": "/home/u/proj",
+                    "mode": "agent",
+                    "cost": {
+                        "session_cost_usd": 0.0,
+                        "priced_turns": 0,
+                        "unpriced_turns": 0,
+                        "coverage_recorded": false
+                    }
                 },
-                messages: s.messages.clone(),
-                extra: Map::new(),
-            };
+                "messages": s.messages,
+                "system_prompt": null
+            });
             let rel = s.document();
             self.put(s, rel, pretty(&doc));
             s.document_written = true;
@@ -715,6 +782,7 @@ impl Sim {
             s.document(),
             format!("{store}/threads"),
             format!("{store}/turns"),
+            format!("{store}/items"),
             format!("{store}/state.json"),
         ];
         for rel in doomed {
@@ -769,15 +837,19 @@ impl Sim {
     }
 }
 
-fn message(role: &str, content: &str) -> Message {
-    Message {
-        role: role.into(),
-        content: content.into(),
-        extra: Map::new(),
-    }
+/// A message with one `text` block, keys in the app's order (`serde_json` keeps insertion
+/// order in this workspace).
+fn message(role: &str, text: &str) -> Value {
+    json!({ "role": role, "content": [{ "type": "text", "text": text }] })
 }
 
-fn pretty(value: &impl serde::Serialize) -> Vec<u8> {
+/// The checkpoint fingerprint of `messages`: SHA-256 of their compact serialization, as the
+/// app computes `messages_sha256` (codewhale-format.md §5).
+fn messages_sha256(messages: &[Value]) -> String {
+    store::digest_of(&serde_json::to_vec(messages).expect("messages serialize")).sha256
+}
+
+fn pretty(value: &Value) -> Vec<u8> {
     let mut b = serde_json::to_vec_pretty(value).expect("host files serialize");
     b.push(b'\n');
     b
