@@ -179,26 +179,32 @@ pub fn removable_interrupted_writes(root: &fsroot::Root, scanned: &[String]) -> 
     all
 }
 
+fn lock_is_free(root: &fsroot::Root, rel: &str) -> bool {
+    matches!(
+        root.probe_lock(Path::new(rel)),
+        Ok(LockProbe::Missing | LockProbe::Free)
+    )
+}
+
 /// Whether nobody holds the store or the session a temp file lies in.
 fn interrupted_write_is_free(root: &fsroot::Root, path: &str) -> bool {
-    let free = |rel: &str| {
-        matches!(
-            root.probe_lock(Path::new(rel)),
-            Ok(LockProbe::Missing | LockProbe::Free)
-        )
-    };
     if let Some((store, _)) = path.rsplit_once("/threads/") {
-        if !free(&format!("{store}/{OWNER_LOCK}")) {
+        if !lock_is_free(root, &format!("{store}/{OWNER_LOCK}")) {
             return false;
         }
     }
+    lease_is_free(root, path)
+}
+
+/// Whether nobody holds the live lease of the session a temp file belongs to.
+fn lease_is_free(root: &fsroot::Root, path: &str) -> bool {
     let session = match path.split_once('/') {
         Some((first, _)) => first.to_owned(),
         None => store::ids::doctor_temp_target(path)
             .map(|t| t.strip_suffix(".json").unwrap_or(t).to_owned())
             .unwrap_or_default(),
     };
-    free(&format!("{LATE_USAGE_DIR}/{session}.live"))
+    lock_is_free(root, &format!("{LATE_USAGE_DIR}/{session}.live"))
 }
 
 /// Removes, through the one delete seam, the temporary files that interrupted atomic writes of
@@ -223,7 +229,9 @@ pub fn remove_interrupted_writes(
             },
             None => None,
         };
-        if !interrupted_write_is_free(root, path) {
+        // The store's owner lock is ours now (a second probe of it would see it held): only
+        // the session's lease is left to check.
+        if !lease_is_free(root, path) {
             continue;
         }
         let (outcome, why, freed) = match root.remove_tree(Path::new(path)) {

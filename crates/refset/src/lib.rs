@@ -246,7 +246,10 @@ mod tests {
     fn a_binding_spelled_through_a_symlink_binds_its_store() {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path().join("sessions");
-        std::fs::create_dir_all(s.join("a/runtime")).unwrap();
+        fsroot::WritableRoot::open(tmp.path())
+            .unwrap()
+            .create_dir_all(Path::new("sessions/a/runtime"))
+            .unwrap();
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&s, &link).unwrap();
         let canonical = s.canonicalize().unwrap();

@@ -150,9 +150,9 @@ pub struct Store {
     pub newer_thread: bool,
     /// Thread ids with a seed journal (`threads/<tid>.seed`): never recovered.
     pub seeded: BTreeSet<String>,
-    /// Why recovery in this store failed (an unreadable turn or item, bad tool metadata): the
-    /// store is kept and the error reported.
-    pub recovery_error: Option<String>,
+    /// Why recovery in this store failed (each unreadable turn or item, bad tool metadata),
+    /// each naming its file: the store is kept and every error reported.
+    pub recovery_errors: Vec<String>,
 }
 
 /// A thread record.

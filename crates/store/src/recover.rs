@@ -54,38 +54,52 @@ pub struct StoreRecords {
     pub items: HashMap<String, Vec<TurnItemRecord>>,
 }
 
-/// Reads every `turns/*.json` and `items/*.json` of `store` (relative to S). One record that
+/// Reads every `turns/*.json` and `items/*.json` of `store` (relative to S). A record that
 /// cannot be read, does not parse, is of a newer schema or breaks a schema rule fails the whole
-/// store, as in the app (codewhale-format.md §6.4): the error names the file.
-pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, String> {
+/// store, as in the app (codewhale-format.md §6.4); every such record is named, each error
+/// naming its file.
+pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<String>> {
     let mut out = StoreRecords::default();
-    for t in read_records::<TurnRecord>(root, &format!("{store}/turns"))? {
-        let (path, turn) = t;
+    let mut errors = Vec::new();
+    for (path, turn) in read_records::<TurnRecord>(root, &format!("{store}/turns"), &mut errors) {
         if (turn.schema_version == 4) != turn.max_output_tokens.is_some() {
-            return Err(format!(
+            errors.push(format!(
                 "{path}: turn output allowance does not match its schema"
             ));
+            continue;
         }
         out.turns.entry(turn.thread_id.clone()).or_default().push(turn);
     }
-    for (path, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"))? {
+    for (path, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"), &mut errors)
+    {
         // The app validates the image input of every user message when it loads the items.
         if item.kind == crate::model::ItemKind::UserMessage {
-            crate::rebuild::user_content(&item).map_err(|e| format!("{path}: {e}"))?;
+            if let Err(e) = crate::rebuild::user_content(&item) {
+                errors.push(format!("{path}: {e}"));
+                continue;
+            }
         }
         out.items.entry(item.turn_id.clone()).or_default().push(item);
     }
-    Ok(out)
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
 }
 
 fn read_records<T: for<'de> Deserialize<'de>>(
     root: &Root,
     dir: &str,
-) -> Result<Vec<(String, T)>, String> {
+    errors: &mut Vec<String>,
+) -> Vec<(String, T)> {
     let entries = match root.list(Path::new(dir)) {
         Ok(v) => v,
-        Err(e) if e.is_not_found() => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) if e.is_not_found() => return Vec::new(),
+        Err(e) => {
+            errors.push(e.to_string());
+            return Vec::new();
+        }
     };
     let mut out = Vec::new();
     for e in entries {
@@ -95,20 +109,35 @@ fn read_records<T: for<'de> Deserialize<'de>>(
         };
         let path = format!("{dir}/{name}");
         if e.kind != EntryKind::File || !is_valid_id(stem) {
-            return Err(format!("{path}: not a record file"));
+            errors.push(format!("{path}: not a record file"));
+            continue;
         }
-        let bytes = root.read(Path::new(&path)).map_err(|e| e.to_string())?;
-        let value: Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{path} does not parse: {e}"))?;
+        let bytes = match root.read(Path::new(&path)) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        let value: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(format!("{path} does not parse: {e}"));
+                continue;
+            }
+        };
         if let Some(v) = value.get("schema_version").and_then(Value::as_f64) {
             if v > MAX_RUNTIME_SCHEMA_VERSION as f64 {
-                return Err(format!("{path}: record of newer schema {v}"));
+                errors.push(format!("{path}: record of newer schema {v}"));
+                continue;
             }
         }
-        let rec = T::deserialize(&value).map_err(|e| format!("{path} is not a valid record: {e}"))?;
-        out.push((path, rec));
+        match T::deserialize(&value) {
+            Ok(rec) => out.push((path, rec)),
+            Err(e) => errors.push(format!("{path} is not a valid record: {e}")),
+        }
     }
-    Ok(out)
+    out
 }
 
 /// The thread's record parsed, and its rebuilt messages with the turns they came from.
@@ -181,7 +210,7 @@ pub fn prepare(
             let records = match load_store_records(root, &store.path) {
                 Ok(r) => r,
                 Err(e) => {
-                    store.recovery_error = Some(e);
+                    store.recovery_errors = e;
                     return;
                 }
             };
@@ -196,13 +225,12 @@ pub fn prepare(
                         }
                     }
                     Ok(None) => {}
-                    Err(e) => {
-                        store.recovery_error = Some(e);
-                        for t in &mut store.threads {
-                            t.recovery = None;
-                        }
-                        return;
-                    }
+                    Err(e) => store.recovery_errors.push(e),
+                }
+            }
+            if !store.recovery_errors.is_empty() {
+                for t in &mut store.threads {
+                    t.recovery = None;
                 }
             }
         });
@@ -249,7 +277,7 @@ pub fn build_recovered(
         .map_err(|e| format!("thread record does not parse: {e}"))?;
     let owner = crate::recover::owner_id(root, store)
         .ok_or_else(|| format!("{store} has no readable owner.json"))?;
-    let records = load_store_records(root, store)?;
+    let records = load_store_records(root, store).map_err(|e| e.join("; "))?;
     let Some(r) = rebuild(&records, thread)? else {
         return Ok(None);
     };

@@ -775,7 +775,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
         threads,
         newer_thread,
         seeded,
-        recovery_error: None,
+        recovery_errors: Vec::new(),
     };
     (store, ign, errs)
 }

@@ -82,8 +82,10 @@ impl Rule for OrphanThread {
             if unbound.is_empty() {
                 continue;
             }
-            if let Some(e) = &store.recovery_error {
-                skip(&mut out, &store.path, format!("store kept, recovery failed: {e}"));
+            if !store.recovery_errors.is_empty() {
+                for e in &store.recovery_errors {
+                    skip(&mut out, &store.path, format!("store kept, recovery failed: {e}"));
+                }
                 continue;
             }
             if store.owner_id.is_none() {
