@@ -195,7 +195,14 @@ pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroo
     let refs = ReferenceSet::build(&inventory, &anchors);
     let recoverable = recoverable_stores(&inventory, &refs);
     store::recover::prepare(root, &mut inventory, &recoverable, &config.now.to_string());
-    Ok(plan_inventory(root, &inventory, refs, &recoverable, rules, config))
+    Ok(plan_inventory(
+        root,
+        &inventory,
+        refs,
+        &recoverable,
+        rules,
+        config,
+    ))
 }
 
 /// The R3 gate (rules.md, Version 2): stores nobody holds, with no newer-schema thread, that no

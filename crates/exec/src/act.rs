@@ -130,8 +130,7 @@ impl Act<'_> {
     }
 
     fn write_record(&self, bytes: Option<Vec<u8>>) -> Result<(), Refusal> {
-        let bytes =
-            bytes.ok_or_else(|| Refusal::Skip("thread record no longer parses".into()))?;
+        let bytes = bytes.ok_or_else(|| Refusal::Skip("thread record no longer parses".into()))?;
         self.root
             .write_atomic(Path::new(&self.action.path), &bytes)
             .map_err(fail)

@@ -217,7 +217,11 @@ impl ReferenceSet {
 
 /// The store a `data_dir` binds: its lexical resolution when that names a store, else its
 /// canonical form taken relative to S's canonical form (a binding spelled through a symlink).
-fn bind(data_dir: &str, anchors: &[&Path], stores: &BTreeSet<&str>) -> Result<String, &'static str> {
+fn bind(
+    data_dir: &str,
+    anchors: &[&Path],
+    stores: &BTreeSet<&str>,
+) -> Result<String, &'static str> {
     const NO_STORE: &str = "binding names no runtime store (missing, or not a store)";
     let lexical = resolve_binding(data_dir, anchors);
     if let Ok(rel) = &lexical {
@@ -225,7 +229,9 @@ fn bind(data_dir: &str, anchors: &[&Path], stores: &BTreeSet<&str>) -> Result<St
             return lexical;
         }
     }
-    if let (Some(canonical), Some(s)) = (fsroot::canonical_path(Path::new(data_dir)), anchors.last()) {
+    if let (Some(canonical), Some(s)) =
+        (fsroot::canonical_path(Path::new(data_dir)), anchors.last())
+    {
         if let Ok(rel) = resolve_binding(&canonical.to_string_lossy(), &[s]) {
             if stores.contains(rel.as_str()) {
                 return Ok(rel);

@@ -185,12 +185,18 @@ mod tests {
         assert!(is_uuid("0F8FAD5B-D9CB-469F-A165-70867728950E"));
         assert!(!is_uuid("0f8fad5b-d9cb-469f-a165-70867728950"));
         assert!(!is_uuid("0f8fad5bxd9cb-469f-a165-70867728950e"));
-        assert_eq!(name_key("0F8FAD5B-D9CB-469F-A165-70867728950E"), "0f8fad5b-d9cb-469f-a165-70867728950e");
+        assert_eq!(
+            name_key("0F8FAD5B-D9CB-469F-A165-70867728950E"),
+            "0f8fad5b-d9cb-469f-a165-70867728950e"
+        );
         assert_eq!(name_key("Thread-A"), "Thread-A");
         let u = thread_session_uuid("thr_0123");
         assert!(is_uuid(&u));
         assert_eq!(&u[14..15], "8", "version 8");
-        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "RFC 4122 variant");
+        assert!(
+            matches!(&u[19..20], "8" | "9" | "a" | "b"),
+            "RFC 4122 variant"
+        );
         assert_eq!(u, thread_session_uuid("thr_0123"), "deterministic");
         assert_ne!(u, thread_session_uuid("thr_0124"));
         assert!(is_reserved_top("latest.json") && is_reserved_top("x.lock"));

@@ -209,7 +209,12 @@ pub fn sort_keys(v: Value) -> Value {
         Value::Object(m) => {
             let mut entries: Vec<(String, Value)> = m.into_iter().collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sort_keys(v))).collect())
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sort_keys(v)))
+                    .collect(),
+            )
         }
         Value::Array(a) => Value::Array(a.into_iter().map(sort_keys).collect()),
         other => other,

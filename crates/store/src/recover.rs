@@ -68,7 +68,10 @@ pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<
             ));
             continue;
         }
-        out.turns.entry(turn.thread_id.clone()).or_default().push(turn);
+        out.turns
+            .entry(turn.thread_id.clone())
+            .or_default()
+            .push(turn);
     }
     for (path, item) in read_records::<TurnItemRecord>(root, &format!("{store}/items"), &mut errors)
     {
@@ -79,7 +82,10 @@ pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<
                 continue;
             }
         }
-        out.items.entry(item.turn_id.clone()).or_default().push(item);
+        out.items
+            .entry(item.turn_id.clone())
+            .or_default()
+            .push(item);
     }
     if errors.is_empty() {
         Ok(out)
@@ -169,12 +175,7 @@ fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuil
 /// (bound to no known session) in a store nobody holds, the digest of its record once unbound
 /// at `planned_at`; and for every store in `recoverable` (those the R3 gate admits), what a
 /// recovery of each unbound or dangling thread would hold, or the error that keeps the store.
-pub fn prepare(
-    root: &Root,
-    inv: &mut Inventory,
-    recoverable: &BTreeSet<String>,
-    planned_at: &str,
-) {
+pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>, planned_at: &str) {
     use rayon::prelude::*;
     let known: BTreeSet<String> = inv.known_ids().into_iter().map(str::to_owned).collect();
     inv.session_dirs
@@ -499,7 +500,8 @@ mod tests {
             role: "user".into(),
             content: vec![ContentBlock::text("héllo ✓")],
         }];
-        let compact = "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"héllo ✓\"}]}]";
+        let compact =
+            "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"héllo ✓\"}]}]";
         assert_eq!(
             messages_sha256(&messages),
             fsroot::hex(&Sha256::digest(compact.as_bytes()))

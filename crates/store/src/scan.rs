@@ -377,8 +377,8 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    if let Some(version) = newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION)
-        .or_else(|| {
+    if let Some(version) =
+        newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION).or_else(|| {
             newer_than(
                 value.pointer("/journal/schema_version"),
                 SESSION_SCHEMA_VERSION,
@@ -961,14 +961,24 @@ mod tests {
             DocState::Readable { .. }
         ));
         for bad in [
-            format!(r#","journal":{{"entries":[{}]}}"#, entry("e1", r#""parent_id":"x","#)),
-            format!(r#","journal":{{"entries":[{}],"leaf_id":"zz"}}"#, entry("e1", "")),
+            format!(
+                r#","journal":{{"entries":[{}]}}"#,
+                entry("e1", r#""parent_id":"x","#)
+            ),
+            format!(
+                r#","journal":{{"entries":[{}],"leaf_id":"zz"}}"#,
+                entry("e1", "")
+            ),
             format!(
                 r#","journal":{{"entries":[{},{}]}}"#,
                 entry("e1", r#""parent_id":"e2","#),
                 entry("e2", r#""parent_id":"e1","#)
             ),
-            format!(r#","journal":{{"entries":[{},{}]}}"#, entry("e1", ""), entry("e1", "")),
+            format!(
+                r#","journal":{{"entries":[{},{}]}}"#,
+                entry("e1", ""),
+                entry("e1", "")
+            ),
         ] {
             assert!(
                 matches!(

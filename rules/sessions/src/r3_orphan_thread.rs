@@ -77,14 +77,25 @@ impl Rule for OrphanThread {
                 .threads
                 .iter()
                 .filter(|t| matches!(t.state, ThreadState::Current { .. }))
-                .filter(|t| cx.refs.thread_bindings.get(&t.path).cloned().flatten().is_none())
+                .filter(|t| {
+                    cx.refs
+                        .thread_bindings
+                        .get(&t.path)
+                        .cloned()
+                        .flatten()
+                        .is_none()
+                })
                 .collect();
             if unbound.is_empty() {
                 continue;
             }
             if !store.recovery_errors.is_empty() {
                 for e in &store.recovery_errors {
-                    skip(&mut out, &store.path, format!("store kept, recovery failed: {e}"));
+                    skip(
+                        &mut out,
+                        &store.path,
+                        format!("store kept, recovery failed: {e}"),
+                    );
                 }
                 continue;
             }
@@ -104,7 +115,11 @@ impl Rule for OrphanThread {
                     continue;
                 };
                 if store.seeded.contains(&t.id) {
-                    skip(&mut out, &t.path, "thread has a seed journal the doctor does not settle".into());
+                    skip(
+                        &mut out,
+                        &t.path,
+                        "thread has a seed journal the doctor does not settle".into(),
+                    );
                     continue;
                 }
                 let Some(recovery) = t.recovery else { continue };
