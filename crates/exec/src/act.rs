@@ -360,27 +360,27 @@ impl Act<'_> {
     }
 
     /// The cheap re-check of R2's premise right before the move: the document of the session
-    /// directory the store sits in (`S/<dir>.json`, the usual binder) does not bind it now. A
-    /// plan made before that document was saved must not set its store aside.
+    /// directory the store sits in (`S/<dir>.json`, the usual binder) and its checkpoint do not
+    /// bind it now. A plan made before that document was saved must not set its store aside.
     fn check_not_bound_by_own_document(&self, store: &str) -> Result<(), Refusal> {
         let Some((dir, _)) = store.split_once('/') else {
             return Ok(());
         };
-        let doc = format!("{dir}.json");
-        let bytes = match self.root.read(Path::new(&doc)) {
-            Ok(b) => b,
-            Err(_) => return Ok(()),
-        };
-        let state = store::judge_document(dir, &bytes);
         let anchors = [self.root.anchor(), self.root.canonical_anchor()];
-        let binds = state
-            .data_dir()
-            .and_then(|d| refset::resolve_binding(d, &anchors).ok())
-            .is_some_and(|rel| rel == store);
-        if binds {
-            return Err(Refusal::Skip(format!(
-                "changed since planned: {doc} binds the store"
-            )));
+        // The session's document and its crash checkpoint, which binds as a document does.
+        for doc in [format!("{dir}.json"), format!("checkpoints/{dir}.json")] {
+            let Ok(bytes) = self.root.read(Path::new(&doc)) else {
+                continue;
+            };
+            let binds = store::judge_document(dir, &bytes)
+                .data_dir()
+                .and_then(|d| refset::resolve_binding(d, &anchors).ok())
+                .is_some_and(|rel| rel == store);
+            if binds {
+                return Err(Refusal::Skip(format!(
+                    "changed since planned: {doc} binds the store"
+                )));
+            }
         }
         Ok(())
     }

@@ -35,6 +35,8 @@ use store::ThreadState;
 ///   thread with the same id is recovered first (stores in path order), nothing is planned and
 ///   the thread is listed under `skipped` with `why: "document id taken"`;
 /// - a thread whose id has a `.late-usage/<tid>.deleted` tombstone (`session was deleted`);
+/// - a thread whose id would make a reserved file name (`session_boot_owners`, `latest`,
+///   `offline_queue`);
 /// - a store without a readable `owner.json` (its binding could not validate), and a store one
 ///   of whose turn or item files cannot be read: kept whole, the reason listed under `skipped`;
 /// - a thread with a seed journal (`threads/<tid>.seed`), which the doctor does not settle;
@@ -123,6 +125,14 @@ impl Rule for OrphanThread {
                     continue;
                 }
                 let Some(recovery) = t.recovery else { continue };
+                if store::ids::is_reserved_top(&format!("{}.json", t.id)) {
+                    skip(
+                        &mut out,
+                        &t.path,
+                        "thread id is a reserved name: no document can be written for it".into(),
+                    );
+                    continue;
+                }
                 if cx.inventory.deleted_sessions.contains(&t.id) {
                     skip(&mut out, &t.path, "session was deleted".into());
                     continue;
