@@ -202,7 +202,12 @@ impl ReconcileSummary {
             artifact_dirs_set_aside: s.artifact_dirs_set_aside,
             artifact_dirs_kept: s.artifact_dirs_kept,
             limit_reached: s.limit_reached,
-            set_aside_path: s.set_aside_path.clone(),
+            // The app names a set-aside path only when something was set aside; the previous
+            // versions of rewritten thread records alone do not make one for it.
+            set_aside_path: s
+                .set_aside_path
+                .clone()
+                .filter(|_| s.items_set_aside() > 0),
             errors: s.errors.clone(),
         }
     }

@@ -98,6 +98,10 @@ impl Rule for OrphanThread {
                         &store.path,
                         format!("store kept, recovery failed: {e}"),
                     );
+                    // The app records a recovery error in the summary's `errors` too.
+                    out.counts
+                        .errors
+                        .push(format!("recovery in {} failed: {e}", store.path));
                 }
                 continue;
             }
