@@ -83,8 +83,16 @@ impl Act<'_> {
         // The session directory the store leaves empty holds no data: it goes too (`rmdir`,
         // which refuses a directory something appeared in). A restore recreates it.
         if let Some((dir, _)) = store.split_once('/') {
-            if removed && self.root.remove_empty_dir(Path::new(dir)).unwrap_or(false) {
-                extra.insert("removed_empty_dir".into(), dir.into());
+            if removed && self.session_dir_may_go(dir)? {
+                match self.root.remove_empty_dir(Path::new(dir)) {
+                    Ok(true) => {
+                        extra.insert("removed_empty_dir".into(), dir.into());
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        extra.insert("empty_dir_left".into(), e.to_string().into());
+                    }
+                }
             }
         }
         Ok(extra)
@@ -163,7 +171,15 @@ impl Act<'_> {
         let (bytes, record) = self.read_record()?;
         // The premise, checked again right before acting: the session it names is still gone
         // (no document, no checkpoint) and nobody has it open.
-        if let Some(sid) = &record.session_id {
+        // An id that is not valid, or is reserved, can have no document and no lease: the
+        // planner found it dangling by the same rule.
+        let sid = record
+            .session_id
+            .as_ref()
+            .filter(|sid| store::ids::is_valid_id(sid))
+            .filter(|sid| !store::ids::is_reserved_top(&format!("{sid}.json")))
+            .filter(|sid| !store::ids::RESERVED_CHECKPOINT_IDS.contains(&sid.as_str()));
+        if let Some(sid) = sid {
             let live = format!("{}/{sid}.live", store::ids::LATE_USAGE_DIR);
             if self.root.probe_lock(Path::new(&live)).map_err(fail)? == fsroot::LockProbe::Held {
                 return Err(Refusal::Skip("session is live".into()));
@@ -219,6 +235,21 @@ impl Act<'_> {
             return Err(Refusal::Skip("document id taken".into()));
         }
         let (bytes, record) = self.read_record()?;
+        // The premises that can change between planning and now: the session was not deleted
+        // and nobody has it open.
+        let tombstone = format!("{}/{}.deleted", store::ids::LATE_USAGE_DIR, record.id);
+        if self
+            .root
+            .stat(Path::new(&tombstone))
+            .map_err(fail)?
+            .is_some()
+        {
+            return Err(Refusal::Skip("session was deleted".into()));
+        }
+        let lease = format!("{}/{}.live", store::ids::LATE_USAGE_DIR, record.id);
+        if self.root.probe_lock(Path::new(&lease)).ok() == Some(fsroot::LockProbe::Held) {
+            return Err(Refusal::Skip("session is live".into()));
+        }
         let recovered = match recover::build_recovered(self.root, self.store(), &bytes) {
             Ok(Some(r)) => r,
             Ok(None) => return Err(Refusal::Skip("changed since planned".into())),
@@ -253,18 +284,13 @@ impl Act<'_> {
             .read(Path::new(&document))
             .map_err(|_| changed())?;
         let doc: SavedSession = serde_json::from_slice(&doc_bytes).map_err(|_| changed())?;
-        let binds = doc
-            .metadata
-            .runtime_store
-            .as_ref()
-            .and_then(|r| {
-                refset::resolve_binding(
-                    &r.data_dir,
-                    &[self.root.anchor(), self.root.canonical_anchor()],
-                )
-                .ok()
-            })
-            .is_some_and(|rel| rel == self.store());
+        let binds = doc.metadata.runtime_store.as_ref().is_some_and(|r| {
+            refset::binds_store(
+                &r.data_dir,
+                &[self.root.anchor(), self.root.canonical_anchor()],
+                self.store(),
+            )
+        });
         if !binds {
             return Err(changed());
         }
@@ -337,9 +363,26 @@ impl Act<'_> {
         Ok(extra)
     }
 
+    /// Whether the session directory `dir` may be removed once empty: the same rule as R2's
+    /// planned `remove_empty_dir` (no document or checkpoint of that id, no live lease).
+    fn session_dir_may_go(&self, dir: &str) -> Result<bool, Refusal> {
+        for known in [format!("{dir}.json"), format!("checkpoints/{dir}.json")] {
+            if self.root.stat(Path::new(&known)).map_err(fail)?.is_some() {
+                return Ok(false);
+            }
+        }
+        let lease = format!("{}/{dir}.live", store::ids::LATE_USAGE_DIR);
+        Ok(self.root.probe_lock(Path::new(&lease)).ok() != Some(fsroot::LockProbe::Held))
+    }
+
     /// Removes an empty session directory (`rmdir`, which fails on a directory that is not
     /// empty, so nothing that appeared since planning is lost).
     pub fn remove_empty_dir(&self) -> Result<Extra, Refusal> {
+        if !self.session_dir_may_go(&self.action.path)? {
+            return Err(Refusal::Skip(
+                "changed since planned: the session has a document or is live".into(),
+            ));
+        }
         match self.root.remove_empty_dir(Path::new(&self.action.path)) {
             Ok(true) => Ok(Extra::new()),
             Ok(false) => Err(Refusal::Skip("changed since planned: not empty".into())),
@@ -374,8 +417,7 @@ impl Act<'_> {
             };
             let binds = store::judge_document(dir, &bytes)
                 .data_dir()
-                .and_then(|d| refset::resolve_binding(d, &anchors).ok())
-                .is_some_and(|rel| rel == store);
+                .is_some_and(|d| refset::binds_store(d, &anchors, store));
             if binds {
                 return Err(Refusal::Skip(format!(
                     "changed since planned: {doc} binds the store"

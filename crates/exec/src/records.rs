@@ -204,10 +204,7 @@ impl ReconcileSummary {
             limit_reached: s.limit_reached,
             // The app names a set-aside path only when something was set aside; the previous
             // versions of rewritten thread records alone do not make one for it.
-            set_aside_path: s
-                .set_aside_path
-                .clone()
-                .filter(|_| s.items_set_aside() > 0),
+            set_aside_path: s.set_aside_path.clone().filter(|_| s.items_set_aside() > 0),
             errors: s.errors.clone(),
         }
     }

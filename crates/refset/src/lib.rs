@@ -43,6 +43,9 @@ pub struct ReferenceSet {
     pub present_documents: BTreeSet<String>,
     /// Bindings that lead outside S, or to no runtime store.
     pub unusable_bindings: Vec<UnusableBinding>,
+    /// Binder file → the stores it binds (the inverse of `bound_stores`), so a projection
+    /// touches only what the document bound.
+    binder_stores: BTreeMap<String, Vec<String>>,
 }
 
 /// Resolves a `data_dir` lexically to a path relative to S, or says why it cannot be used.
@@ -104,6 +107,8 @@ impl ReferenceSet {
             ..ReferenceSet::default()
         };
         refs.known_sessions.extend(inv.checkpoints.iter().cloned());
+        refs.present_documents
+            .extend(inv.taken_document_names.iter().cloned());
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
         let mut binders: Vec<(String, &str)> = Vec::new();
         for doc in &inv.documents {
@@ -122,6 +127,10 @@ impl ReferenceSet {
         for (binder, data_dir) in binders {
             match bind(data_dir, anchors, &stores) {
                 Ok(rel) => {
+                    refs.binder_stores
+                        .entry(binder.clone())
+                        .or_default()
+                        .push(rel.clone());
                     refs.bound_stores.entry(rel).or_default().insert(binder);
                 }
                 Err(why) => refs.unusable_bindings.push(UnusableBinding {
@@ -139,8 +148,8 @@ impl ReferenceSet {
                             .insert(t.path.clone(), session_id.clone());
                         session_id
                     }
-                    ThreadState::NewerSchema { session_id, .. } => session_id,
-                    ThreadState::Unreadable { .. } => &None,
+                    ThreadState::NewerSchema { session_id, .. }
+                    | ThreadState::Unreadable { session_id, .. } => session_id,
                 };
                 if let Some(sid) = session_id {
                     refs.names.insert(store::ids::name_key(sid));
@@ -191,8 +200,10 @@ impl ReferenceSet {
         }
         self.present_documents.remove(id);
         let path = format!("{id}.json");
-        for docs in self.bound_stores.values_mut() {
-            docs.remove(&path);
+        for store in self.binder_stores.remove(&path).unwrap_or_default() {
+            if let Some(docs) = self.bound_stores.get_mut(&store) {
+                docs.remove(&path);
+            }
         }
     }
 
@@ -210,9 +221,19 @@ impl ReferenceSet {
             .entry(store.to_owned())
             .or_default()
             .insert(format!("{id}.json"));
+        self.binder_stores
+            .entry(format!("{id}.json"))
+            .or_default()
+            .push(store.to_owned());
         self.thread_bindings
             .insert(thread_path.to_owned(), Some(id.to_owned()));
     }
+}
+
+/// Whether `data_dir` binds the store at `store` (relative to S), by the same comparison the
+/// reference set makes: the executor's re-checks and the planner judge alike.
+pub fn binds_store(data_dir: &str, anchors: &[&Path], store: &str) -> bool {
+    bind(data_dir, anchors, &BTreeSet::from([store])).is_ok_and(|rel| rel == store)
 }
 
 /// The store a `data_dir` binds: its lexical resolution when that names a store, else its

@@ -17,6 +17,9 @@ pub struct Inventory {
     pub checkpoint_bindings: BTreeMap<String, String>,
     /// Ids whose `.late-usage/<id>.live` lease another process holds.
     pub live_sessions: BTreeSet<String>,
+    /// Stems of top-level `<id>.json` entries that are not regular files (a directory, a
+    /// symlink, a fifo): no document, but the name is taken.
+    pub taken_document_names: BTreeSet<String>,
     /// Ids with a `.late-usage/<id>.deleted` tombstone.
     pub deleted_sessions: BTreeSet<String>,
     /// Session-directory ids that some known document's text names (a UUID in any case, any
@@ -195,6 +198,9 @@ pub enum ThreadState {
     Unreadable {
         /// Why.
         reason: String,
+        /// The `session_id` the record names as raw JSON, when it has one: it still names a
+        /// session directory (the app reads it so), though the record is not loadable.
+        session_id: Option<String>,
     },
 }
 

@@ -561,6 +561,16 @@ pub struct ThreadRecord {
     pub saved_session_checkpoint: Option<SavedSessionCheckpoint>,
 }
 
+/// `<store>/state.json` (the app's `RuntimeStoreState`): the event sequence counter.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RuntimeStoreState {
+    /// Absent means 2.
+    #[serde(default = "default_runtime_schema")]
+    pub schema_version: u64,
+    /// The next event sequence number; above 1 means the store has done work.
+    pub next_seq: u64,
+}
+
 /// Token usage (codewhale-format.md §6.3).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Usage {

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use fsroot::{EntryKind, Root};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -184,7 +185,7 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
         .filter(|s| !s.held && !s.newer_thread)
         .for_each(|store| {
             let mut candidates = Vec::new();
-            for t in &mut store.threads {
+            for (i, t) in store.threads.iter_mut().enumerate() {
                 let ThreadState::Current { session_id, .. } = &t.state else {
                     continue;
                 };
@@ -201,7 +202,7 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
                 }
                 if !store.seeded.contains(&t.id) {
                     if let Ok(record) = serde_json::from_slice::<ThreadRecord>(&bytes) {
-                        candidates.push((t.id.clone(), record));
+                        candidates.push((i, record));
                     }
                 }
             }
@@ -215,15 +216,13 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
                     return;
                 }
             };
-            for (tid, record) in candidates {
+            for (i, record) in candidates {
                 match rebuild(&records, record) {
                     Ok(Some(r)) => {
-                        if let Some(t) = store.threads.iter_mut().find(|t| t.id == tid) {
-                            t.recovery = Some(RecoverySummary {
-                                turns: r.turns.len() as u64,
-                                messages: r.messages.len() as u64,
-                            });
-                        }
+                        store.threads[i].recovery = Some(RecoverySummary {
+                            turns: r.turns.len() as u64,
+                            messages: r.messages.len() as u64,
+                        });
                     }
                     Ok(None) => {}
                     Err(e) => store.recovery_errors.push(e),
@@ -376,21 +375,84 @@ pub fn build_recovered(
     }))
 }
 
-fn edit_record(bytes: &[u8], edit: impl FnOnce(&mut Map<String, Value>)) -> Option<Vec<u8>> {
-    let mut rec: Map<String, Value> = serde_json::from_slice(bytes).ok()?;
+/// A JSON object as a list of its members, each value kept as the exact text it had: editing
+/// one member never re-encodes another (numbers of any size, escapes and duplicates survive).
+struct RawObject(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawObject, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Box<RawValue>>()? {
+                    out.push((k, v));
+                }
+                Ok(RawObject(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl RawObject {
+    fn remove(&mut self, key: &str) {
+        self.0.retain(|(k, _)| k != key);
+    }
+
+    /// Sets `key` to `value`: in place when present (every occurrence), else appended.
+    fn set(&mut self, key: &str, value: &impl serde::Serialize) {
+        // Pretty, indented for its place one level deep, like the rest of the record.
+        let text = serde_json::to_string_pretty(value)
+            .expect("value serializes")
+            .replace('\n', "\n  ");
+        let raw = RawValue::from_string(text).expect("pretty JSON is JSON");
+        let mut found = false;
+        for (k, v) in &mut self.0 {
+            if k == key {
+                *v = raw.clone();
+                found = true;
+            }
+        }
+        if !found {
+            self.0.push((key.to_owned(), raw));
+        }
+    }
+
+    /// Pretty JSON, trailing newline; each untouched value is written as its original text.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = b"{".to_vec();
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b"\n  " } else { b",\n  " });
+            out.extend(serde_json::to_vec(k).expect("key serializes"));
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(v.get().as_bytes());
+        }
+        out.extend_from_slice(if self.0.is_empty() { b"}\n" } else { b"\n}\n" });
+        out
+    }
+}
+
+fn edit_record(bytes: &[u8], edit: impl FnOnce(&mut RawObject)) -> Option<Vec<u8>> {
+    let mut rec: RawObject = serde_json::from_slice(bytes).ok()?;
     edit(&mut rec);
-    let mut b = serde_json::to_vec_pretty(&rec).expect("thread serializes");
-    b.push(b'\n');
-    Some(b)
+    Some(rec.to_bytes())
 }
 
 /// The record without `session_id` and `saved_session_checkpoint` and with `updated_at` = `at`
-/// (R4, codewhale-format.md §9.1); every other key keeps its place and value.
+/// (R4, codewhale-format.md §9.1); every other member keeps its place and its exact text.
 pub fn unbind_bytes(bytes: &[u8], at: &str) -> Option<Vec<u8>> {
     edit_record(bytes, |rec| {
-        rec.shift_remove("session_id");
-        rec.shift_remove("saved_session_checkpoint");
-        rec.insert("updated_at".into(), at.into());
+        rec.remove("session_id");
+        rec.remove("saved_session_checkpoint");
+        rec.set("updated_at", &at);
     })
 }
 
@@ -402,12 +464,9 @@ pub fn bind_bytes(
     at: &str,
 ) -> Option<Vec<u8>> {
     edit_record(bytes, |rec| {
-        rec.insert("updated_at".into(), at.into());
-        rec.insert("session_id".into(), id.into());
-        rec.insert(
-            "saved_session_checkpoint".into(),
-            serde_json::to_value(checkpoint).expect("checkpoint serializes"),
-        );
+        rec.set("updated_at", &at);
+        rec.set("session_id", &id);
+        rec.set("saved_session_checkpoint", checkpoint);
     })
 }
 
@@ -516,6 +575,26 @@ mod tests {
             execution_scope("owner_1", Path::new("/s/a/runtime")),
             fsroot::hex(&h.finalize())
         );
+    }
+
+    #[test]
+    fn rewrites_keep_the_exact_text_of_other_members() {
+        let rec = br#"{"id":"t","big":18446744073709551617,"huge":123456789012345678901234567890,"e":1e2,"s":"\u00e9","dup":1,"dup":2,"updated_at":"x","session_id":"s"}"#;
+        let out = unbind_bytes(rec, "2026-11-29T12:00:00Z").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for kept in [
+            r#""big": 18446744073709551617"#,
+            r#""huge": 123456789012345678901234567890"#,
+            r#""e": 1e2"#,
+            r#""s": "\u00e9""#,
+            r#""dup": 1"#,
+            r#""dup": 2"#,
+            r#""updated_at": "2026-11-29T12:00:00Z""#,
+        ] {
+            assert!(text.contains(kept), "{kept} in {text}");
+        }
+        assert!(!text.contains("session_id"), "{text}");
+        assert!(serde_json::from_str::<Value>(&text).is_ok());
     }
 
     #[test]

@@ -50,13 +50,14 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
     }
     if let Some(root) = open_optional(&home.join("tasks").join("runtime"), &mut errors) {
         let mut stores = vec![String::new()];
-        if let Ok(entries) = root.list(Path::new("")) {
-            stores.extend(
+        match root.list(Path::new("")) {
+            Ok(entries) => stores.extend(
                 entries
                     .into_iter()
                     .filter(|e| e.kind == EntryKind::Dir && e.name != "threads")
                     .filter_map(|e| e.name.to_str().map(str::to_owned)),
-            );
+            ),
+            Err(e) => errors.push(scan_error("tasks/runtime", &e)),
         }
         for store in stores {
             let dir = if store.is_empty() {
@@ -64,8 +65,13 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
             } else {
                 format!("{store}/threads")
             };
-            let Ok(entries) = root.list(Path::new(&dir)) else {
-                continue;
+            let entries = match root.list(Path::new(&dir)) {
+                Ok(v) => v,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    errors.push(scan_error(&format!("tasks/runtime/{dir}"), &e));
+                    continue;
+                }
             };
             for e in entries {
                 let name = e.name.to_string_lossy();
@@ -75,7 +81,7 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
                 if e.kind != EntryKind::File || !is_valid_id(tid) {
                     continue;
                 }
-                ext.task_names.insert(tid.to_owned());
+                ext.task_names.insert(ids::name_key(tid));
                 ext.task_names.insert(ids::thread_session_uuid(tid));
                 let rel = format!("{dir}/{name}");
                 match root.read(Path::new(&rel)) {
@@ -159,7 +165,13 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
                 .push(ignored(&entry.name.to_string_lossy(), "name is not UTF-8"));
             continue;
         };
-        match classify_top(&name, entry.kind) {
+        let top = classify_top(&name, entry.kind);
+        if let Some(stem) = name.strip_suffix(".json").filter(|s| is_valid_id(s)) {
+            if !matches!(top, Top::Document(_)) {
+                inv.taken_document_names.insert(stem.to_owned());
+            }
+        }
+        match top {
             Top::Document(id) => doc_ids.push(id),
             Top::SessionDir => dir_ids.push(name),
             Top::Checkpoints => has_checkpoints = true,
@@ -209,31 +221,45 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
 struct NameMatcher {
     uuids: Option<(AhoCorasick, Vec<String>)>,
     others: Option<(AhoCorasick, Vec<String>)>,
+    /// Ids whose automaton could not be built: every document names them (fails closed).
+    unmatched: Vec<String>,
 }
 
 impl NameMatcher {
     fn new(ids: &[String]) -> NameMatcher {
         let (uuids, others): (Vec<&String>, Vec<&String>) =
             ids.iter().partition(|id| ids::is_uuid(id));
-        let build = |pats: Vec<&String>, ci: bool| -> Option<(AhoCorasick, Vec<String>)> {
+        let mut unmatched = Vec::new();
+        let mut build = |pats: Vec<&String>, ci: bool| -> Option<(AhoCorasick, Vec<String>)> {
             if pats.is_empty() {
                 return None;
             }
             let pats: Vec<String> = pats.into_iter().cloned().collect();
-            let ac = AhoCorasickBuilder::new()
+            match AhoCorasickBuilder::new()
                 .ascii_case_insensitive(ci)
                 .build(&pats)
-                .ok()?;
-            Some((ac, pats))
+            {
+                Ok(ac) => Some((ac, pats)),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot match names in documents ({e}): every id counts as named"
+                    );
+                    unmatched.extend(pats);
+                    None
+                }
+            }
         };
+        let uuids = build(uuids, true);
+        let others = build(others, false);
         NameMatcher {
-            uuids: build(uuids, true),
-            others: build(others, false),
+            uuids,
+            others,
+            unmatched,
         }
     }
 
     fn named(&self, text: &[u8]) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
+        let mut out: BTreeSet<String> = self.unmatched.iter().cloned().collect();
         for (ac, pats) in [&self.uuids, &self.others].into_iter().flatten() {
             let mut seen = HashSet::new();
             for m in ac.find_overlapping_iter(text) {
@@ -510,18 +536,18 @@ fn check_journal(j: &crate::model::SessionJournal) -> Result<(), String> {
         }
     }
     // A walk from any entry reaches a root within as many steps as there are entries.
+    // Each entry is walked once: a walk stops at an entry an earlier walk settled.
     let mut settled: HashSet<&str> = HashSet::new();
     for e in &j.entries {
-        let mut path = Vec::new();
+        let mut path: HashSet<&str> = HashSet::new();
         let mut at = Some(e.id.as_str());
         while let Some(id) = at {
             if settled.contains(id) {
                 break;
             }
-            if path.contains(&id) || path.len() > j.entries.len() {
+            if !path.insert(id) {
                 return Err(format!("the parent chain of entry {:?} has a cycle", e.id));
             }
-            path.push(id);
             at = parent.get(id).copied().flatten();
         }
         settled.extend(path);
@@ -546,6 +572,10 @@ fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
     let mut ids = Vec::new();
     for e in entries {
         let name = e.name.to_string_lossy();
+        if name == "latest.json" && e.kind == EntryKind::File {
+            scan_legacy_checkpoint(root, inv);
+            continue;
+        }
         match name.strip_suffix(".json") {
             Some(id)
                 if e.kind == EntryKind::File
@@ -570,6 +600,39 @@ fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
             inv.checkpoint_bindings.insert(doc.id.clone(), d.to_owned());
         }
         inv.checkpoints.insert(doc.id);
+    }
+}
+
+/// `checkpoints/latest.json`, the legacy single-slot checkpoint the app still reads: its owner is
+/// the session its `metadata.id` names (a known session), and its binding binds as any
+/// checkpoint's does. Errs toward keeping: a metadata prefix is enough.
+fn scan_legacy_checkpoint(root: &Root, inv: &mut Inventory) {
+    let rel = "checkpoints/latest.json";
+    let bytes = match root.read(Path::new(rel)) {
+        Ok(b) => b,
+        Err(e) => {
+            inv.errors.push(scan_error(rel, &e));
+            return;
+        }
+    };
+    let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        inv.ignored
+            .push(ignored(rel, "legacy checkpoint that does not parse"));
+        return;
+    };
+    if let Some(id) = v
+        .pointer("/metadata/id")
+        .and_then(Value::as_str)
+        .filter(|id| is_valid_id(id))
+    {
+        inv.checkpoints.insert(id.to_owned());
+    }
+    if let Some(d) = v
+        .pointer("/metadata/runtime_store/data_dir")
+        .and_then(Value::as_str)
+    {
+        inv.checkpoint_bindings
+            .insert("latest".to_owned(), d.to_owned());
     }
 }
 
@@ -733,9 +796,19 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
     let state_rel = format!("{path}/state.json");
     match read_json_if_present(root, &state_rel) {
         Ok(None) => {}
-        Ok(Some(v)) => match v.get("next_seq") {
-            None => {}
-            Some(n) => holds_work |= n.as_u64().is_none_or(|n| n > 1),
+        // The app's `RuntimeStoreState`: a state it cannot read keeps the store.
+        Ok(Some(v)) => match crate::model::RuntimeStoreState::deserialize(&v) {
+            Ok(state) => holds_work |= state.next_seq > 1,
+            Err(e) => {
+                errs.push(ScanError {
+                    path: state_rel.clone(),
+                    message: format!(
+                        "{} is not a store state the app can read (the store is kept): {e}",
+                        root.display_path(Path::new(&state_rel)).display()
+                    ),
+                });
+                holds_work = true;
+            }
         },
         Err(e) => {
             errs.push(e);
@@ -865,8 +938,15 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
         Err(e) => {
             return ThreadState::Unreadable {
                 reason: cut_reason(e.to_string()),
+                session_id: None,
             }
         }
+    };
+    let raw_session_id = || {
+        value
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     };
     if let Some(version) = newer_than(value.get("schema_version"), MAX_RUNTIME_SCHEMA_VERSION) {
         let session_id = value
@@ -883,12 +963,14 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
         Err(e) => {
             return ThreadState::Unreadable {
                 reason: cut_reason(e.to_string()),
+                session_id: raw_session_id(),
             }
         }
     };
     if record.id != tid {
         return ThreadState::Unreadable {
             reason: "id does not match the file name".into(),
+            session_id: raw_session_id(),
         };
     }
     ThreadState::Current {

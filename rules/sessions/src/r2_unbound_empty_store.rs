@@ -36,7 +36,10 @@ use plan::{ActionKind, ItemKind, Skipped};
 /// When the store was the last entry of its session directory, the same action removes the
 /// emptied directory (an empty directory holds no data; the receipt says so, and a restore
 /// recreates it). A kill between the two leaves the directory empty; the next run plans its
-/// removal (`remove_empty_dir`), for a directory of no known or live session.
+/// removal (`remove_empty_dir`). Both the removal after a set-aside and the planned one apply
+/// only to the directory of a session with no document, no checkpoint and no live lease; the
+/// planned one also spares a directory a thread or document names (the app's engine may be
+/// about to write under `S/<thread id>/`).
 ///
 /// ## Example
 ///
@@ -95,8 +98,10 @@ impl Rule for UnboundEmptyStore {
             }
             // A session directory a set-aside left empty (a kill came before its removal).
             if dir.empty
-                && !cx.refs.known_sessions.contains(&dir.id)
+                && !cx.refs.present_documents.contains(&dir.id)
+                && !cx.inventory.checkpoints.contains(&dir.id)
                 && !cx.refs.live_sessions.contains(&dir.id)
+                && !cx.refs.names_dir(&dir.id)
             {
                 out.proposals.push(Proposal {
                     action: ActionKind::RemoveEmptyDir,

@@ -71,6 +71,15 @@ impl Rule for OrphanThread {
         // Document ids this rule already plans to write: a second thread with the same id in
         // another store finds its id taken, as it will in the real run.
         let mut claimed = std::collections::BTreeSet::new();
+        // A crash-interrupted recovery is finished only over a document the executor can read
+        // back as the app's `SavedSession` (not unknown content, not a newer schema).
+        let readable: std::collections::BTreeSet<&str> = cx
+            .inventory
+            .documents
+            .iter()
+            .filter(|d| matches!(d.state, store::DocState::Readable { .. }))
+            .map(|d| d.id.as_str())
+            .collect();
         for store in cx.inventory.stores() {
             if !cx.recoverable.contains(&store.path) || cx.is_live_path(&store.path) {
                 continue;
@@ -154,7 +163,10 @@ impl Rule for OrphanThread {
                 let taken_here = claimed.contains(&t.id);
                 let action = if !taken_here && !cx.refs.present_documents.contains(&t.id) {
                     ActionKind::RecoverThread
-                } else if !taken_here && cx.refs.binds(&t.id, &store.path) {
+                } else if !taken_here
+                    && readable.contains(t.id.as_str())
+                    && cx.refs.binds(&t.id, &store.path)
+                {
                     ActionKind::BindThread
                 } else {
                     skip(&mut out, &t.path, "document id taken".into());

@@ -82,7 +82,7 @@ impl Rule for DanglingThreadBinding {
                         });
                         continue;
                     }
-                    ThreadState::Unreadable { reason } => {
+                    ThreadState::Unreadable { reason, .. } => {
                         out.counts.threads_unreadable += 1;
                         out.skipped.push(Skipped {
                             path: t.path.clone(),
