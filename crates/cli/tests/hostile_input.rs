@@ -937,7 +937,7 @@ fn c14_mode_000_as_root_is_judged_by_content() {
     assert_eq!(std::fs::metadata(moved).unwrap().mode() & 0o777, 0);
     assert!(
         !c.s.join("pd").exists(),
-        "the emptied session directory stays"
+        "the emptied session directory is removed"
     );
 }
 
@@ -1899,4 +1899,38 @@ fn c47_exdev_set_aside_on_another_filesystem() {
         OutcomeKind::Applied
     );
     assert!(o.after.contains_key(Path::new("torn.json")));
+}
+
+/// A private (0600) thread record stays private: its rewrite, its previous-version copy and the
+/// document recovered from it all keep its permission bits (invariants.md), whatever the umask.
+#[test]
+fn c48_private_records_stay_private() {
+    let c = Case::new();
+    store_with_thread(&c.s, "pm/runtime", "th-pm", Some("gone"), 1);
+    let record = c.s.join("pm/runtime/threads/th-pm.json");
+    chmod(&record, 0o600);
+    let o = exercise(&c);
+    let real = o.real();
+    let kinds: Vec<_> = real.plan.actions.iter().map(|a| a.action).collect();
+    assert_eq!(
+        kinds,
+        [
+            plan::ActionKind::UnbindThread,
+            plan::ActionKind::RecoverThread
+        ],
+        "{}",
+        o.said()
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&record), 0o600, "the rewritten record");
+    assert_eq!(
+        mode(&c.s.join("th-pm.json")),
+        0o600,
+        "the recovered document"
+    );
+    let previous = c.s.join(format!(
+        ".set-aside/{}/pm/runtime/threads/th-pm.json",
+        real.run
+    ));
+    assert_eq!(mode(&previous), 0o600, "the previous-version copy");
 }

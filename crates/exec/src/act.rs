@@ -137,10 +137,21 @@ impl Act<'_> {
         Ok((bytes, record))
     }
 
+    /// The permission bits of the thread record: its rewrite, and the document recovered from
+    /// it, keep them (a private record stays private).
+    fn record_mode(&self) -> Result<u32, Refusal> {
+        Ok(self
+            .root
+            .stat(Path::new(&self.action.path))
+            .map_err(fail)?
+            .map_or(0o644, |s| s.mode & 0o7777))
+    }
+
     fn write_record(&self, bytes: Option<Vec<u8>>) -> Result<(), Refusal> {
         let bytes = bytes.ok_or_else(|| Refusal::Skip("thread record no longer parses".into()))?;
+        let mode = self.record_mode()?;
         self.root
-            .write_atomic(Path::new(&self.action.path), &bytes)
+            .write_atomic_mode(Path::new(&self.action.path), &bytes, mode)
             .map_err(fail)
     }
 
@@ -257,9 +268,19 @@ impl Act<'_> {
         };
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        self.root
-            .write_atomic(Path::new(&document), &recovered.document)
-            .map_err(fail)?;
+        // Created, never replaced: a document saved at this id since the check above stays,
+        // and the recovery is the skip the planner makes for a taken id.
+        let mode = self.record_mode()?;
+        match self
+            .root
+            .create_atomic(Path::new(&document), &recovered.document, mode)
+        {
+            Ok(()) => {}
+            Err(fsroot::Error::Occupied { .. }) => {
+                return Err(Refusal::Skip("document id taken".into()))
+            }
+            Err(e) => return Err(fail(e)),
+        }
         self.write_record(recover::bind_bytes(
             &bytes,
             &record.id,
@@ -338,7 +359,15 @@ impl Act<'_> {
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(fail(e)),
             }
-            self.root.write_atomic(path, &bytes).map_err(fail)?;
+            // The record gets its previous bytes back with the previous version's bits.
+            let mode = self
+                .root
+                .stat(Path::new(&from))
+                .map_err(fail)?
+                .map_or(0o644, |s| s.mode & 0o7777);
+            self.root
+                .write_atomic_mode(path, &bytes, mode)
+                .map_err(fail)?;
             return Ok(extra);
         }
         if self.root.stat(path).map_err(fail)?.is_some() {

@@ -44,6 +44,13 @@ pub enum Error {
         /// The full path.
         path: PathBuf,
     },
+    /// An append-only record file with more than one link: appending would write into the
+    /// other name too, which may lie outside the root.
+    #[error("refusing {}: it has other hard links, so appending to it could write elsewhere", path.display())]
+    HardLinked {
+        /// The full path.
+        path: PathBuf,
+    },
     /// A move destination that already exists.
     #[error("refusing to move onto {}: it already exists", path.display())]
     Occupied {

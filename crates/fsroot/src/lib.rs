@@ -30,7 +30,7 @@ use std::ops::Deref;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
@@ -359,8 +359,16 @@ impl WritableRoot {
     }
 
     /// The one atomic write: a temporary file in the same directory, written and fsynced,
-    /// renamed over `rel`, then the directory fsynced. Parents are created as needed.
+    /// renamed over `rel`, then the directory fsynced. Parents are created as needed. The file
+    /// gets mode 0644 (the doctor's own records); see [`WritableRoot::write_atomic_mode`].
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
+        self.write_atomic_mode(rel, bytes, 0o644)
+    }
+
+    /// [`WritableRoot::write_atomic`] with the permission bits `mode`: a file written from
+    /// another (a rewrite, a copy, a recovered document) keeps that file's bits, so a private
+    /// record never becomes readable by others.
+    pub fn write_atomic_mode(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let p = confine(rel)?;
         self.check_no_symlink_ancestors(&p)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
@@ -377,10 +385,15 @@ impl WritableRoot {
         opts.write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(0o644);
+            .mode(mode & 0o7777);
         let result = (|| {
             let mut f = fault::mutation("create", &tmp, || self.dir.open_with(&tmp, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
+            // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
+            f.set_permissions(cap_std::fs::Permissions::from_std(
+                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777),
+            ))
+            .map_err(|e| self.err("set permissions of", &tmp, e))?;
             f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
             f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
@@ -396,8 +409,76 @@ impl WritableRoot {
         self.sync_dir(&parent)
     }
 
+    /// Creates the new file `rel` atomically with `bytes` and permission bits `mode`, never
+    /// replacing anything: a temporary file in the same directory is renamed into place with
+    /// `renameat2(RENAME_NOREPLACE)`, relative to the held parent directory. When something
+    /// appeared at `rel` in the meantime, nothing is replaced, the temporary file is removed,
+    /// and the error is [`Error::Occupied`].
+    pub fn create_atomic(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        let p = confine(rel)?;
+        self.check_no_symlink_ancestors(&p)?;
+        let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = p
+            .file_name()
+            .ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?
+            .to_owned();
+        self.create_dir_all(&parent)?;
+        let dir = if parent.as_os_str().is_empty() {
+            self.dir
+                .try_clone()
+                .map_err(|e| self.err("open directory", &parent, e))?
+        } else {
+            self.dir
+                .open_dir_nofollow(&parent)
+                .map_err(|e| self.err("open directory", &parent, e))?
+        };
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(&name);
+        tmp_name.push(format!(".doctor-tmp-{}-{n}", std::process::id()));
+        let tmp = parent.join(&tmp_name);
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(mode & 0o7777);
+        let result = (|| {
+            let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
+                .map_err(|e| self.err("create", &tmp, e))?;
+            f.set_permissions(cap_std::fs::Permissions::from_std(
+                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777),
+            ))
+            .map_err(|e| self.err("set permissions of", &tmp, e))?;
+            f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
+            f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
+            drop(f);
+            fault::mutation("create in place", &p, || {
+                rustix::fs::renameat_with(
+                    &dir,
+                    tmp_name.as_os_str(),
+                    &dir,
+                    name.as_os_str(),
+                    rustix::fs::RenameFlags::NOREPLACE,
+                )
+            })
+            .map_err(|e| match e {
+                rustix::io::Errno::EXIST => Error::occupied(&self.display_path(&p)),
+                e => self.err("create in place", &p, e.into()),
+            })
+        })();
+        if result.is_err() {
+            let _ = dir.remove_file(&tmp_name);
+            return result;
+        }
+        drop(dir);
+        self.sync_dir(&parent)
+    }
+
     /// Appends `bytes` to `rel` (created with mode 0644 if missing) and fsyncs it. Used for the
-    /// append-only manifest and receipt logs.
+    /// append-only manifest and receipt logs. The open never blocks (`O_NONBLOCK`: a fifo there
+    /// cannot hang the run) and never follows a symlink; anything but a regular file with a
+    /// single link is refused, naming the path, so a hard link cannot carry the records out of
+    /// the root.
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
         self.check_no_symlink_ancestors(&p)?;
@@ -407,18 +488,31 @@ impl WritableRoot {
         opts.append(true)
             .create(true)
             .follow(FollowSymlinks::No)
+            .custom_flags(O_NONBLOCK)
             .mode(0o644);
-        let mut f = self
+        let f = self
             .dir
             .open_with(&p, &opts)
             .map_err(|e| self.err("append", &p, e))?;
+        let meta = f.metadata().map_err(|e| self.err("append", &p, e))?;
+        if !meta.is_file() {
+            return Err(Error::not_a_file(&self.display_path(&p)));
+        }
+        if meta.nlink() > 1 {
+            return Err(Error::HardLinked {
+                path: self.display_path(&p),
+            });
+        }
+        let mut f = f.into_std();
         fault::mutation("append", &p, || f.write_all(bytes))
             .map_err(|e| self.err("append", &p, e))?;
         f.sync_all().map_err(|e| self.err("sync", &p, e))
     }
 
     /// The one move seam: renames `from` to `to` (both beneath the root). Refuses when `to`
-    /// already exists; creates the parents of `to`; fsyncs both parent directories.
+    /// already exists, also when it appears between the check and the rename
+    /// (`renameat2(RENAME_NOREPLACE)`); creates the parents of `to`; fsyncs both parent
+    /// directories.
     pub fn move_item(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
@@ -429,14 +523,31 @@ impl WritableRoot {
         }
         let to_parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
         self.create_dir_all(&to_parent)?;
-        fault::mutation("move", &f, || self.dir.rename(&f, &self.dir, &t))
-            .map_err(|e| self.err("move", &f, e))?;
+        // `RENAME_NOREPLACE`: something created at `to` since the check above is never
+        // replaced; the move fails instead.
+        fault::mutation("move", &f, || {
+            rustix::fs::renameat_with(
+                &self.dir,
+                f.as_path(),
+                &self.dir,
+                t.as_path(),
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+            .map_err(std::io::Error::from)
+        })
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::occupied(&self.display_path(&t))
+            } else {
+                self.err("move", &f, e)
+            }
+        })?;
         self.sync_dir(&to_parent)?;
         self.sync_dir(f.parent().unwrap_or(Path::new("")))
     }
 
     /// Copies the regular file `from` to the new file `to` (which must not exist), fsyncing the
-    /// copy and its directory. Parents of `to` are created.
+    /// copy and its directory, with the permission bits of `from`. Parents of `to` are created.
     pub fn copy_file(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
@@ -444,8 +555,10 @@ impl WritableRoot {
             return Err(Error::occupied(&self.display_path(&t)));
         }
         let bytes = self.read(&f)?;
-        // Through a temporary file and a rename, so a kill never leaves a partial copy at `to`.
-        self.write_atomic(&t, &bytes)
+        let mode = self.stat(&f)?.map_or(0o644, |s| s.mode);
+        // Through a temporary file and a rename, so a kill never leaves a partial copy at `to`;
+        // the copy keeps the source's permission bits.
+        self.write_atomic_mode(&t, &bytes, mode)
     }
 
     /// The one delete seam: removes the tree at `rel` (a directory, file or symlink) without

@@ -103,3 +103,64 @@ fn never_writes_through_a_symlink_inside_the_root() {
     );
     assert!(tmp.path().join("doc.json").exists());
 }
+
+#[test]
+fn appends_refuse_hard_links_and_never_block_on_a_fifo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("outside.txt");
+    std::fs::write(&target, "untouched\n").unwrap();
+    std::fs::hard_link(&target, tmp.path().join("receipts.jsonl")).unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    let err = root
+        .append(Path::new("receipts.jsonl"), b"{}\n")
+        .unwrap_err();
+    assert!(matches!(err, Error::HardLinked { .. }), "{err}");
+    assert!(err.to_string().contains("receipts.jsonl"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"untouched\n");
+
+    let fifo = tmp.path().join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // No reader: a blocking open would wait forever; this one returns an error at once.
+    assert!(root.append(Path::new("fifo.jsonl"), b"{}\n").is_err());
+
+    root.append(Path::new("fresh.jsonl"), b"a\n").unwrap();
+    root.append(Path::new("fresh.jsonl"), b"b\n").unwrap();
+    assert_eq!(
+        std::fs::read(tmp.path().join("fresh.jsonl")).unwrap(),
+        b"a\nb\n"
+    );
+}
+
+#[test]
+fn create_atomic_never_replaces_and_keeps_the_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.create_atomic(Path::new("a/new.json"), b"new\n", 0o600)
+        .unwrap();
+    let made = tmp.path().join("a/new.json");
+    assert_eq!(std::fs::read(&made).unwrap(), b"new\n");
+    assert_eq!(
+        std::fs::metadata(&made).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::write(tmp.path().join("a/theirs.json"), b"theirs\n").unwrap();
+    let err = root
+        .create_atomic(Path::new("a/theirs.json"), b"ours\n", 0o644)
+        .unwrap_err();
+    assert!(matches!(err, Error::Occupied { .. }), "{err}");
+    assert_eq!(
+        std::fs::read(tmp.path().join("a/theirs.json")).unwrap(),
+        b"theirs\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(tmp.path().join("a"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+}
