@@ -155,9 +155,21 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     applied.summary.errors.extend(cleanup_errors);
     let mut planned = planned;
     planned.interrupted_writes = removed;
-    let report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
-    finish(&root, &report, opts.clock)?;
+    let mut report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
+    finish_or_note(&root, &mut report, opts.clock);
     Ok(report)
+}
+
+/// Writes `last.json` for a real run; when that fails, the actions stay applied, so the report
+/// of what was done is kept and carries the failure (the run exits 1).
+fn finish_or_note(root: &WritableRoot, report: &mut RepairReport, clock: Clock) {
+    if let Err(e) = finish(root, report, clock) {
+        report
+            .summary
+            .errors
+            .push(format!("the run's actions were applied, but {e}"));
+        report.late_failure = true;
+    }
 }
 
 /// Writes `last.json` for a real run: the app's `ReconcileSummary` keys (codewhale-format
@@ -201,8 +213,8 @@ pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunErr
     };
     let run = RunId::new(clock.now());
     let applied = exec::apply_plan(&root, &lock, &file.plan, &run, clock);
-    let report = RepairReport::from_plan_file(file, run, applied);
-    finish(&root, &report, clock)?;
+    let mut report = RepairReport::from_plan_file(file, run, applied);
+    finish_or_note(&root, &mut report, clock);
     Ok(report)
 }
 

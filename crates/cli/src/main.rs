@@ -185,8 +185,20 @@ fn run(args: &Args) -> Result<u8, RunError> {
         }
         other => other?,
     };
+    let mut report = report;
     if let Some(path) = &args.plan_out {
-        fsroot::write_standalone_file(path, &doctor::plan_file_bytes(&report))?;
+        // After a real run the actions are applied whatever happens here: a plan file that
+        // cannot be written is reported with the rest, never instead of it.
+        if let Err(e) = fsroot::write_standalone_file(path, &doctor::plan_file_bytes(&report)) {
+            if report.dry_run {
+                return Err(e.into());
+            }
+            report
+                .summary
+                .errors
+                .push(format!("cannot write the plan file: {e}"));
+            report.late_failure = true;
+        }
     }
     if args.json {
         print_json(&report);
@@ -199,14 +211,15 @@ fn run(args: &Args) -> Result<u8, RunError> {
     Ok(exit_of(&report))
 }
 
-/// 1 when an action failed (it was tried and could not be done); 0 otherwise. Scan errors
+/// 1 when an action failed (it was tried and could not be done), or something failed after the
+/// actions were applied (the report is printed all the same); 0 otherwise. Scan errors
 /// alone do not fail a run: it went on with what it could do safely, and they are reported.
 fn exit_of(report: &doctor::RepairReport) -> u8 {
     let failed = report
         .outcomes
         .iter()
         .any(|o| o.outcome == plan::OutcomeKind::Failed);
-    u8::from(failed)
+    u8::from(failed || report.late_failure)
 }
 
 /// `--sweep-build-dirs`: the exit code of cli.md (1 when an action failed or a receipt could

@@ -39,6 +39,11 @@ pub struct RepairReport {
     pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
+    /// A failure after the actions were applied (writing `last.json`, the plan file): the
+    /// report of what was done is still printed, its message is in `summary.errors`, and the
+    /// run exits 1.
+    #[serde(skip)]
+    pub late_failure: bool,
 }
 
 impl RepairReport {
@@ -62,6 +67,7 @@ impl RepairReport {
             unusable_bindings: planned.unusable_bindings,
             interrupted_writes: planned.interrupted_writes,
             ignored_why: planned.ignored_why,
+            late_failure: false,
             plan: planned.plan,
         }
     }
@@ -84,6 +90,7 @@ impl RepairReport {
             unusable_bindings: planned.unusable_bindings,
             interrupted_writes: planned.interrupted_writes,
             ignored_why: planned.ignored_why,
+            late_failure: false,
             plan: planned.plan,
         }
     }
@@ -107,6 +114,7 @@ impl RepairReport {
             unusable_bindings: Vec::new(),
             interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
+            late_failure: false,
         }
     }
 
@@ -126,6 +134,7 @@ impl RepairReport {
             unusable_bindings: Vec::new(),
             interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
+            late_failure: false,
             plan: file.plan,
         }
     }

@@ -1934,3 +1934,27 @@ fn c48_private_records_stay_private() {
     ));
     assert_eq!(mode(&previous), 0o600, "the previous-version copy");
 }
+
+/// A failure after the actions were applied (here `last.json` cannot be written: a directory
+/// holding a file is in its place) still prints the report of what was done, with the failure
+/// in `errors`, and exits 1; what stands at `last.json` is left as it was.
+#[test]
+fn c49_a_late_failure_keeps_the_report() {
+    let c = Case::new();
+    rich_store(&c.s);
+    write(&c.s, ".reconcile/last.json/keep", b"theirs\n");
+    let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(60));
+    assert!(!out.timed_out);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is the report ({e}): {:?}", out.stdout));
+    let outcomes = report["outcomes"].as_array().unwrap();
+    assert_eq!(outcomes.len(), RICH_ACTIONS, "{}", out.stdout);
+    assert!(outcomes.iter().all(|o| o["outcome"] == "applied"));
+    let errors = report["summary"]["errors"].to_string();
+    assert!(errors.contains("last.json"), "{errors}");
+    assert_eq!(
+        std::fs::read(c.s.join(".reconcile/last.json/keep")).unwrap(),
+        b"theirs\n"
+    );
+}
