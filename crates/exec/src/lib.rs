@@ -293,6 +293,16 @@ fn session_of(path: &str) -> &str {
 
 fn check_not_live(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
     let lease = format!("{LATE_USAGE_DIR}/{}.live", session_of(&action.path));
+    // Planning counts a lease that is not a regular file (a symlink, a socket) as no lease,
+    // since nobody can hold it: so does execution.
+    if root
+        .stat(Path::new(&lease))
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.kind != fsroot::EntryKind::File)
+    {
+        return Ok(());
+    }
     match root.probe_lock(Path::new(&lease)) {
         Ok(LockProbe::Held) => Err(Refusal::Skip("session is live".into())),
         Ok(_) => Ok(()),

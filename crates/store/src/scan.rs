@@ -393,34 +393,42 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
         reason: cut_reason(format!("unreadable document: {reason}")),
         digest: digest_of(bytes),
     };
-    let mut value: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => return unreadable(e.to_string()),
-    };
-    let data_dir = || {
-        value
-            .pointer("/metadata/runtime_store/data_dir")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    if let Some(version) =
-        newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION).or_else(|| {
-            newer_than(
-                value.pointer("/journal/schema_version"),
-                SESSION_SCHEMA_VERSION,
-            )
-        })
-    {
-        return DocState::NewerSchema {
-            version,
-            data_dir: data_dir(),
-        };
-    }
-    let data_dir = data_dir();
+    // The common case in one pass, typed straight from the bytes as the app parses them (so
+    // a duplicated key fails here as it fails there).
+    let direct = serde_json::from_slice::<SavedSession>(bytes);
     let mut unknown = None;
-    let session = match SavedSession::deserialize(&value) {
-        Ok(s) => s,
-        Err(e) => {
+    let session = match direct {
+        Ok(s)
+            if s.schema_version <= SESSION_SCHEMA_VERSION
+                && s.journal
+                    .as_ref()
+                    .is_none_or(|j| j.schema_version <= SESSION_SCHEMA_VERSION) =>
+        {
+            s
+        }
+        direct => {
+            let mut value: Value = match serde_json::from_slice(bytes) {
+                Ok(v) => v,
+                Err(e) => return unreadable(e.to_string()),
+            };
+            let data_dir = value
+                .pointer("/metadata/runtime_store/data_dir")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(version) = newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION)
+                .or_else(|| {
+                    newer_than(
+                        value.pointer("/journal/schema_version"),
+                        SESSION_SCHEMA_VERSION,
+                    )
+                })
+            {
+                return DocState::NewerSchema { version, data_dir };
+            }
+            let Err(e) = direct else {
+                // Parsed, and no newer version: unreachable by the guard above.
+                return unreadable("inconsistent schema version".into());
+            };
             // Readable but for names the doctor does not know? Replace them with known ones
             // and try again: only then is the document kept as unknown content.
             unknown = neutralize_unknown(&mut value);
@@ -430,6 +438,11 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
             }
         }
     };
+    let data_dir = session
+        .metadata
+        .runtime_store
+        .as_ref()
+        .map(|r| r.data_dir.clone());
     if session.metadata.id != id {
         return unreadable(format!(
             "metadata.id {:?} does not match the file name",
@@ -958,7 +971,7 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
             session_id,
         };
     }
-    let record = match ThreadRecord::deserialize(&value) {
+    let record = match serde_json::from_slice::<ThreadRecord>(bytes) {
         Ok(r) => r,
         Err(e) => {
             return ThreadState::Unreadable {
@@ -1074,6 +1087,42 @@ mod tests {
         assert!(matches!(
             judge_document("a", newer.as_bytes()),
             DocState::NewerSchema { version: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn a_deep_unknown_field_is_skipped_as_the_app_skips_it() {
+        // The app's typed parser skips an unknown member whatever its depth (without
+        // recursing), so the document loads there and is readable here; nothing overflows.
+        let deep = |n: usize| doc(&format!(r#","x":{}{}"#, "[".repeat(n), "]".repeat(n)));
+        assert!(matches!(
+            judge_document("a", deep(500).as_bytes()),
+            DocState::Readable { .. }
+        ));
+        assert!(matches!(
+            judge_document("a", deep(200_000).as_bytes()),
+            DocState::Readable { .. }
+        ));
+    }
+
+    #[test]
+    fn judged_as_the_app_parses_duplicates_and_float_versions() {
+        // The app parses the bytes straight into its types: a duplicated key or a float
+        // version fails there, so here too (a `Value` would silently keep the last key).
+        let dup = doc("").replace(r#""title":"t","#, r#""title":"t","title":"u","#);
+        assert!(matches!(
+            judge_document("a", dup.as_bytes()),
+            DocState::Unreadable { .. }
+        ));
+        let float = doc(r#","schema_version":1.0"#);
+        assert!(matches!(
+            judge_document("a", float.as_bytes()),
+            DocState::Unreadable { .. }
+        ));
+        let dup_thread = br#"{"id":"t","id":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","model":"m","workspace":"/w","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false}"#;
+        assert!(matches!(
+            judge_thread("t", dup_thread),
+            ThreadState::Unreadable { .. }
         ));
     }
 
