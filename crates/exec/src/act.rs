@@ -83,7 +83,9 @@ impl Act<'_> {
         // The session directory the store leaves empty holds no data: it goes too (`rmdir`,
         // which refuses a directory something appeared in). A restore recreates it.
         if let Some((dir, _)) = store.split_once('/') {
-            if removed && self.session_dir_may_go(dir)? {
+            // The move is done: nothing after it may turn it into a failure. In doubt, the
+            // directory stays.
+            if removed && self.session_dir_may_go(dir).unwrap_or(false) {
                 match self.root.remove_empty_dir(Path::new(dir)) {
                     Ok(true) => {
                         extra.insert("removed_empty_dir".into(), dir.into());
@@ -144,7 +146,7 @@ impl Act<'_> {
             .root
             .stat(Path::new(&self.action.path))
             .map_err(fail)?
-            .map_or(0o644, |s| s.mode & 0o7777))
+            .map_or(0o644, |s| s.mode & 0o777))
     }
 
     fn write_record(&self, bytes: Option<Vec<u8>>) -> Result<(), Refusal> {
@@ -184,17 +186,19 @@ impl Act<'_> {
         // (no document, no checkpoint) and nobody has it open.
         // An id that is not valid, or is reserved, can have no document and no lease: the
         // planner found it dangling by the same rule.
-        let sid = record
+        let valid = record
             .session_id
             .as_ref()
-            .filter(|sid| store::ids::is_valid_id(sid))
+            .filter(|sid| store::ids::is_valid_id(sid));
+        if let Some(sid) = valid {
+            if self.lease_held(sid)? {
+                return Err(Refusal::Skip("session is live".into()));
+            }
+        }
+        let sid = valid
             .filter(|sid| !store::ids::is_reserved_top(&format!("{sid}.json")))
             .filter(|sid| !store::ids::RESERVED_CHECKPOINT_IDS.contains(&sid.as_str()));
         if let Some(sid) = sid {
-            let live = format!("{}/{sid}.live", store::ids::LATE_USAGE_DIR);
-            if self.root.probe_lock(Path::new(&live)).map_err(fail)? == fsroot::LockProbe::Held {
-                return Err(Refusal::Skip("session is live".into()));
-            }
             // Known as planning knows it: a regular file, not a symlink or a directory.
             for known in [format!("{sid}.json"), format!("checkpoints/{sid}.json")] {
                 let stat = self.root.stat(Path::new(&known)).map_err(fail)?;
@@ -248,17 +252,13 @@ impl Act<'_> {
         let (bytes, record) = self.read_record()?;
         // The premises that can change between planning and now: the session was not deleted
         // and nobody has it open.
+        // A tombstone is a regular file, as the scan counts one.
         let tombstone = format!("{}/{}.deleted", store::ids::LATE_USAGE_DIR, record.id);
-        if self
-            .root
-            .stat(Path::new(&tombstone))
-            .map_err(fail)?
-            .is_some()
-        {
+        let stat = self.root.stat(Path::new(&tombstone)).map_err(fail)?;
+        if stat.is_some_and(|s| s.kind == fsroot::EntryKind::File) {
             return Err(Refusal::Skip("session was deleted".into()));
         }
-        let lease = format!("{}/{}.live", store::ids::LATE_USAGE_DIR, record.id);
-        if self.root.probe_lock(Path::new(&lease)).ok() == Some(fsroot::LockProbe::Held) {
+        if self.lease_held(&record.id)? {
             return Err(Refusal::Skip("session is live".into()));
         }
         let recovered = match recover::build_recovered(self.root, self.store(), &bytes) {
@@ -364,7 +364,7 @@ impl Act<'_> {
                 .root
                 .stat(Path::new(&from))
                 .map_err(fail)?
-                .map_or(0o644, |s| s.mode & 0o7777);
+                .map_or(0o644, |s| s.mode & 0o777);
             self.root
                 .write_atomic_mode(path, &bytes, mode)
                 .map_err(fail)?;
@@ -387,7 +387,16 @@ impl Act<'_> {
                 );
             }
         } else {
-            self.root.move_item(Path::new(&from), path).map_err(fail)?;
+            match self.root.move_item(Path::new(&from), path) {
+                Ok(()) => {}
+                Err(fsroot::Error::Occupied { .. }) => {
+                    return Err(Refusal::Skip(format!(
+                        "original path is occupied: {}",
+                        self.action.path
+                    )))
+                }
+                Err(e) => return Err(fail(e)),
+            }
         }
         Ok(extra)
     }
@@ -395,13 +404,42 @@ impl Act<'_> {
     /// Whether the session directory `dir` may be removed once empty: the same rule as R2's
     /// planned `remove_empty_dir` (no document or checkpoint of that id, no live lease).
     fn session_dir_may_go(&self, dir: &str) -> Result<bool, Refusal> {
-        for known in [format!("{dir}.json"), format!("checkpoints/{dir}.json")] {
-            if self.root.stat(Path::new(&known)).map_err(fail)?.is_some() {
+        // A document: any entry named `<dir>.json` (the planner counts non-regular ones as
+        // taken too). A checkpoint: a regular file of a checkpoint id, as the scan finds one.
+        if self
+            .root
+            .stat(Path::new(&format!("{dir}.json")))
+            .map_err(fail)?
+            .is_some()
+        {
+            return Ok(false);
+        }
+        if !store::ids::RESERVED_CHECKPOINT_IDS.contains(&dir) {
+            let checkpoint = self
+                .root
+                .stat(Path::new(&format!("checkpoints/{dir}.json")))
+                .map_err(fail)?;
+            if checkpoint.is_some_and(|s| s.kind == fsroot::EntryKind::File) {
                 return Ok(false);
             }
         }
-        let lease = format!("{}/{dir}.live", store::ids::LATE_USAGE_DIR);
-        Ok(self.root.probe_lock(Path::new(&lease)).ok() != Some(fsroot::LockProbe::Held))
+        Ok(!self.lease_held(dir)?)
+    }
+
+    /// Whether another process holds session `id`'s live lease, judged as the scan judges it:
+    /// a lease that is not a regular file is no lease (nobody can hold it); one that cannot be
+    /// probed is a skip, never a guess.
+    fn lease_held(&self, id: &str) -> Result<bool, Refusal> {
+        let lease = format!("{}/{id}.live", store::ids::LATE_USAGE_DIR);
+        let path = Path::new(&lease);
+        match self.root.stat(path).map_err(fail)? {
+            Some(s) if s.kind == fsroot::EntryKind::File => {}
+            _ => return Ok(false),
+        }
+        match self.root.probe_lock(path) {
+            Ok(p) => Ok(p == fsroot::LockProbe::Held),
+            Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
+        }
     }
 
     /// Removes an empty session directory (`rmdir`, which fails on a directory that is not

@@ -158,6 +158,29 @@ fn nofollow_read() -> OpenOptions {
     o
 }
 
+/// `renameat2(RENAME_NOREPLACE)` of one name in `from` to one name in `to`; `fallback` runs
+/// where the filesystem does not support the flag (`EINVAL`, as NFS and some FUSE servers
+/// answer).
+fn rename_noreplace(
+    from: &Dir,
+    from_name: &std::ffi::OsStr,
+    to: &Dir,
+    to_name: &std::ffi::OsStr,
+    fallback: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match rustix::fs::renameat_with(
+        from,
+        from_name,
+        to,
+        to_name,
+        rustix::fs::RenameFlags::NOREPLACE,
+    ) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::INVAL) => fallback(),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
 fn regular(f: cap_std::fs::File, path: &Path) -> Result<std::fs::File> {
     match f.metadata() {
@@ -241,7 +264,10 @@ impl Root {
                 ino: m.ino(),
                 mode: m.mode(),
             })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            // ENOTDIR: a component on the way is not a directory, so nothing is there.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
+                Ok(None)
+            }
             Err(e) => Err(self.err("inspect", &p, e)),
         }
     }
@@ -362,13 +388,19 @@ impl WritableRoot {
     /// renamed over `rel`, then the directory fsynced. Parents are created as needed. The file
     /// gets mode 0644 (the doctor's own records); see [`WritableRoot::write_atomic_mode`].
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
-        self.write_atomic_mode(rel, bytes, 0o644)
+        self.write_atomic_inner(rel, bytes, None)
     }
 
     /// [`WritableRoot::write_atomic`] with the permission bits `mode`: a file written from
     /// another (a rewrite, a copy, a recovered document) keeps that file's bits, so a private
     /// record never becomes readable by others.
     pub fn write_atomic_mode(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        self.write_atomic_inner(rel, bytes, Some(mode & 0o777))
+    }
+
+    /// The atomic write: with `Some(mode)` the file gets exactly those bits; with `None`, 0644
+    /// as the umask leaves it (the doctor's own records).
+    fn write_atomic_inner(&self, rel: &Path, bytes: &[u8], exact: Option<u32>) -> Result<()> {
         let p = confine(rel)?;
         self.check_no_symlink_ancestors(&p)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
@@ -385,15 +417,17 @@ impl WritableRoot {
         opts.write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(mode & 0o7777);
+            .mode(exact.unwrap_or(0o644));
         let result = (|| {
             let mut f = fault::mutation("create", &tmp, || self.dir.open_with(&tmp, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
-            // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
-            f.set_permissions(cap_std::fs::Permissions::from_std(
-                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777),
-            ))
-            .map_err(|e| self.err("set permissions of", &tmp, e))?;
+            if let Some(mode) = exact {
+                // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
+                f.set_permissions(cap_std::fs::Permissions::from_std(
+                    std::os::unix::fs::PermissionsExt::from_mode(mode),
+                ))
+                .map_err(|e| self.err("set permissions of", &tmp, e))?;
+            }
             f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
             f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
@@ -407,6 +441,20 @@ impl WritableRoot {
             return result;
         }
         self.sync_dir(&parent)
+    }
+
+    /// The directory holding `p`, opened beneath the root (its last component not followed),
+    /// and `p`'s final name.
+    fn parent_handle(&self, p: &Path) -> Result<(Dir, OsString)> {
+        let parent = p.parent().unwrap_or(Path::new(""));
+        let name = p.file_name().ok_or_else(|| Error::escape(p))?.to_owned();
+        let dir = if parent.as_os_str().is_empty() {
+            self.dir.try_clone()
+        } else {
+            self.dir.open_dir_nofollow(parent)
+        }
+        .map_err(|e| self.err("open directory", parent, e))?;
+        Ok((dir, name))
     }
 
     /// Creates the new file `rel` atomically with `bytes` and permission bits `mode`, never
@@ -441,29 +489,38 @@ impl WritableRoot {
         opts.write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(mode & 0o7777);
+            .mode(mode & 0o777);
         let result = (|| {
             let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
             f.set_permissions(cap_std::fs::Permissions::from_std(
-                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777),
+                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777),
             ))
             .map_err(|e| self.err("set permissions of", &tmp, e))?;
             f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
             f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
             fault::mutation("create in place", &p, || {
-                rustix::fs::renameat_with(
-                    &dir,
-                    tmp_name.as_os_str(),
-                    &dir,
-                    name.as_os_str(),
-                    rustix::fs::RenameFlags::NOREPLACE,
-                )
+                rename_noreplace(&dir, &tmp_name, &dir, &name, || {
+                    // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also fails on
+                    // an existing name; then the temporary name goes.
+                    rustix::fs::linkat(
+                        &dir,
+                        tmp_name.as_os_str(),
+                        &dir,
+                        name.as_os_str(),
+                        rustix::fs::AtFlags::empty(),
+                    )
+                    .map_err(std::io::Error::from)?;
+                    dir.remove_file(&tmp_name)
+                })
             })
-            .map_err(|e| match e {
-                rustix::io::Errno::EXIST => Error::occupied(&self.display_path(&p)),
-                e => self.err("create in place", &p, e.into()),
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::occupied(&self.display_path(&p))
+                } else {
+                    self.err("create in place", &p, e)
+                }
             })
         })();
         if result.is_err() {
@@ -523,17 +580,17 @@ impl WritableRoot {
         }
         let to_parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
         self.create_dir_all(&to_parent)?;
+        // Both parents are opened beneath the root (cap-std) and the rename names one component
+        // in each: nothing on the way is resolved by the kernel outside the root.
         // `RENAME_NOREPLACE`: something created at `to` since the check above is never
         // replaced; the move fails instead.
+        let (from_dir, from_name) = self.parent_handle(&f)?;
+        let (to_dir, to_name) = self.parent_handle(&t)?;
         fault::mutation("move", &f, || {
-            rustix::fs::renameat_with(
-                &self.dir,
-                f.as_path(),
-                &self.dir,
-                t.as_path(),
-                rustix::fs::RenameFlags::NOREPLACE,
-            )
-            .map_err(std::io::Error::from)
+            rename_noreplace(&from_dir, &from_name, &to_dir, &to_name, || {
+                // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
+                from_dir.rename(&from_name, &to_dir, &to_name)
+            })
         })
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -542,6 +599,7 @@ impl WritableRoot {
                 self.err("move", &f, e)
             }
         })?;
+        drop((from_dir, to_dir));
         self.sync_dir(&to_parent)?;
         self.sync_dir(f.parent().unwrap_or(Path::new("")))
     }

@@ -376,7 +376,9 @@ pub fn build_recovered(
 }
 
 /// A JSON object as a list of its members, each value kept as the exact text it had: editing
-/// one member never re-encodes another (numbers of any size, escapes and duplicates survive).
+/// one member never re-encodes another's value (numbers of any size, escapes and duplicates
+/// survive). Keys are decoded and written back, so an escaped key (`"\u00e9"`) comes back in
+/// its plain UTF-8 spelling: the same key, other bytes.
 struct RawObject(Vec<(String, Box<RawValue>)>);
 
 impl<'de> Deserialize<'de> for RawObject {
