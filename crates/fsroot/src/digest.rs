@@ -3,7 +3,7 @@
 
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -58,6 +58,11 @@ pub(crate) fn file_digest(mut f: impl Read) -> io::Result<FileDigest> {
     })
 }
 
+/// The digest of the directory tree at `top`: for every entry below it, in name order depth
+/// first, its kind, its path relative to `top`, and for a file its size and SHA-256, for a
+/// symlink its target (never followed). The walk acts on held directory handles, each checked
+/// to be the directory looked at, never crosses a mount, and keeps an explicit stack, so its
+/// cost is linear in the entries at any depth.
 pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
     let mut hasher = blake3::Hasher::new();
     let mut out = TreeDigest {
@@ -65,23 +70,39 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
         entries: 0,
         tree_blake3: String::new(),
     };
-    walk(root, top, Path::new(""), &mut hasher, &mut out)?;
-    out.tree_blake3 = hasher.finalize().to_hex().to_string();
-    Ok(out)
-}
-
-fn walk(
-    root: &Root,
-    top: &Path,
-    rel: &Path,
-    hasher: &mut blake3::Hasher,
-    out: &mut TreeDigest,
-) -> Result<()> {
-    for entry in root.list(&top.join(rel))? {
-        let child = rel.join(&entry.name);
+    let io_err =
+        |op: &'static str, at: &Path, e: io::Error| crate::Error::io(op, &root.display_path(at), e);
+    let top_dir = root.open_dir_checked(top)?;
+    let mount = crate::mount_of_dir(&top_dir).map_err(|e| io_err("inspect", top, e))?;
+    struct Frame {
+        dir: cap_std::fs::Dir,
+        rel: PathBuf,
+        names: Vec<std::ffi::OsString>,
+    }
+    let names = root.sorted_names(&top_dir, top)?;
+    let mut stack = vec![Frame {
+        dir: top_dir,
+        rel: PathBuf::new(),
+        names,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(name) = frame.names.pop() else {
+            stack.pop();
+            if !stack.is_empty() {
+                // The end of a directory's entry comes after its children.
+                hasher.update(b"\n");
+            }
+            continue;
+        };
+        let child = frame.rel.join(&name);
         let full = top.join(&child);
+        let meta = frame
+            .dir
+            .symlink_metadata(&name)
+            .map_err(|e| io_err("inspect", &full, e))?;
+        let kind = crate::kind_of(meta.file_type());
         out.entries += 1;
-        let tag: &[u8] = match entry.kind {
+        let tag: &[u8] = match kind {
             EntryKind::File => b"f",
             EntryKind::Dir => b"d",
             EntryKind::Symlink => b"l",
@@ -91,22 +112,49 @@ fn walk(
         hasher.update(b"\0");
         hasher.update(child.as_os_str().as_bytes());
         hasher.update(b"\0");
-        match entry.kind {
+        match kind {
             EntryKind::File => {
-                let d = root.file_digest(&full)?;
+                let f = frame
+                    .dir
+                    .open_with(&name, &crate::nofollow_read())
+                    .map_err(|e| io_err("hash", &full, e))?;
+                let d = file_digest(f).map_err(|e| io_err("hash", &full, e))?;
                 out.bytes += d.bytes;
                 hasher.update(d.bytes.to_string().as_bytes());
                 hasher.update(b"\0");
                 hasher.update(d.sha256.as_bytes());
             }
-            EntryKind::Dir => walk(root, top, &child, hasher, out)?,
+            EntryKind::Dir => {
+                let here =
+                    crate::mount_of(&frame.dir, &name).map_err(|e| io_err("inspect", &full, e))?;
+                if here != mount {
+                    return Err(io_err(
+                        "digest",
+                        &full,
+                        io::Error::other("it is a mount point, never crossed"),
+                    ));
+                }
+                let sub = root.open_checked(&frame.dir, &name, &meta, &full)?;
+                let names = root.sorted_names(&sub, &full)?;
+                stack.push(Frame {
+                    dir: sub,
+                    rel: child,
+                    names,
+                });
+                // Its "\n" is written when its frame ends.
+                continue;
+            }
             EntryKind::Symlink => {
-                let target = root.read_link(&full)?;
+                let target = frame
+                    .dir
+                    .read_link_contents(&name)
+                    .map_err(|e| io_err("read link", &full, e))?;
                 hasher.update(target.as_os_str().as_bytes());
             }
             EntryKind::Other => {}
         }
         hasher.update(b"\n");
     }
-    Ok(())
+    out.tree_blake3 = hasher.finalize().to_hex().to_string();
+    Ok(out)
 }

@@ -150,7 +150,7 @@ fn as_arg(p: &Path) -> &Path {
 /// It changes nothing for regular files, the only kind the doctor reads or locks.
 const O_NONBLOCK: i32 = 0o4000;
 
-fn nofollow_read() -> OpenOptions {
+pub(crate) fn nofollow_read() -> OpenOptions {
     let mut o = OpenOptions::new();
     o.read(true)
         .follow(FollowSymlinks::No)
@@ -179,6 +179,32 @@ fn rename_noreplace(
         Err(rustix::io::Errno::INVAL) => fallback(),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Which mount an entry is on: its mount id where the kernel tells it (`statx`, so a bind
+/// mount of the same filesystem counts), else its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mount(u64, u64);
+
+/// The mount of an opened directory (see [`mount_of`]).
+fn mount_of_dir(dir: &Dir) -> std::io::Result<Mount> {
+    mount_of(dir, std::ffi::OsStr::new("."))
+}
+
+fn mount_of(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<Mount> {
+    let st = rustix::fs::statx(
+        dir,
+        name,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::MNT_ID | rustix::fs::StatxFlags::BASIC_STATS,
+    )?;
+    let dev = (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor);
+    let id = if st.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0 {
+        st.stx_mnt_id
+    } else {
+        0
+    };
+    Ok(Mount(dev, id))
 }
 
 /// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
@@ -220,6 +246,76 @@ impl Root {
 
     fn err(&self, op: &'static str, rel: &Path, e: std::io::Error) -> Error {
         Error::io(op, &self.display_path(rel), e)
+    }
+
+    /// The directory holding `p`, opened beneath the root (its last component not followed),
+    /// and `p`'s final name.
+    fn parent_handle(&self, p: &Path) -> Result<(Dir, OsString)> {
+        let parent = p.parent().unwrap_or(Path::new(""));
+        let name = p.file_name().ok_or_else(|| Error::escape(p))?.to_owned();
+        let dir = if parent.as_os_str().is_empty() {
+            self.dir.try_clone()
+        } else {
+            self.dir.open_dir_nofollow(parent)
+        }
+        .map_err(|e| self.err("open directory", parent, e))?;
+        Ok((dir, name))
+    }
+
+    /// Opens directory `name` of `parent` without following a link, and checks it is the
+    /// directory `seen` described (same device and inode).
+    pub(crate) fn open_checked(
+        &self,
+        parent: &Dir,
+        name: &std::ffi::OsStr,
+        seen: &cap_std::fs::Metadata,
+        at: &Path,
+    ) -> Result<Dir> {
+        let dir = parent
+            .open_dir_nofollow(name)
+            .map_err(|e| self.err("open directory", at, e))?;
+        let now = dir.dir_metadata().map_err(|e| self.err("inspect", at, e))?;
+        if (now.dev(), now.ino()) != (seen.dev(), seen.ino()) {
+            return Err(self.err(
+                "open directory",
+                at,
+                std::io::Error::other("it was replaced while it was being walked"),
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// The directory at `p` (beneath the root, its last component not followed), checked to
+    /// be the directory `lstat` saw there.
+    fn open_dir_checked(&self, p: &Path) -> Result<Dir> {
+        if p.as_os_str().is_empty() {
+            return self
+                .dir
+                .try_clone()
+                .map_err(|e| self.err("open directory", p, e));
+        }
+        let (parent, name) = self.parent_handle(p)?;
+        let meta = parent
+            .symlink_metadata(&name)
+            .map_err(|e| self.err("list directory", p, e))?;
+        if !meta.is_dir() {
+            return Err(self.err("list directory", p, std::io::Error::from_raw_os_error(20)));
+        }
+        self.open_checked(&parent, &name, &meta, p)
+    }
+
+    pub(crate) fn sorted_names(&self, dir: &Dir, at: &Path) -> Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for ent in dir
+            .entries()
+            .map_err(|e| self.err("list directory", at, e))?
+        {
+            let ent = ent.map_err(|e| self.err("list directory", at, e))?;
+            names.push(ent.file_name());
+        }
+        // Popped from the back: entries go in name order.
+        names.sort_by(|a, b| b.cmp(a));
+        Ok(names)
     }
 
     /// Lists a directory, sorted by name. Symlinks are reported as such, never followed.
@@ -443,20 +539,6 @@ impl WritableRoot {
         self.sync_dir(&parent)
     }
 
-    /// The directory holding `p`, opened beneath the root (its last component not followed),
-    /// and `p`'s final name.
-    fn parent_handle(&self, p: &Path) -> Result<(Dir, OsString)> {
-        let parent = p.parent().unwrap_or(Path::new(""));
-        let name = p.file_name().ok_or_else(|| Error::escape(p))?.to_owned();
-        let dir = if parent.as_os_str().is_empty() {
-            self.dir.try_clone()
-        } else {
-            self.dir.open_dir_nofollow(parent)
-        }
-        .map_err(|e| self.err("open directory", parent, e))?;
-        Ok((dir, name))
-    }
-
     /// Creates the new file `rel` atomically with `bytes` and permission bits `mode`, never
     /// replacing anything: a temporary file in the same directory is renamed into place with
     /// `renameat2(RENAME_NOREPLACE)`, relative to the held parent directory. When something
@@ -623,30 +705,99 @@ impl WritableRoot {
     /// ever following a symlink (a link inside is removed, its target is left intact), and
     /// returns the bytes of the regular files it removed. Each unlink is one counted mutation;
     /// a removal cut short leaves a smaller tree that a later call finishes.
+    ///
+    /// The walk acts on held directory handles: each directory is opened by name from its
+    /// parent's handle without following links, checked to be the directory that was looked at
+    /// (device and inode), and its entries are unlinked relative to that handle, so a directory
+    /// swapped for a symlink mid-walk is never followed and no path is walked twice (the cost
+    /// is linear in the entries, at any depth). A mount inside the tree is never crossed: the
+    /// removal stops there with an error naming it.
     pub fn remove_tree(&self, rel: &Path) -> Result<u64> {
         let p = confine(rel)?;
         self.check_no_symlink_ancestors(&p)?;
         if p.as_os_str().is_empty() {
             return Err(Error::escape(rel));
         }
-        let Some(stat) = self.stat(&p)? else {
-            return Ok(0);
+        let (parent, name) = self.parent_handle(&p)?;
+        let meta = match parent.symlink_metadata(&name) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(self.err("inspect", &p, e)),
         };
-        if stat.kind != EntryKind::Dir {
-            fault::mutation("delete", &p, || self.dir.remove_file(&p))
+        if !meta.is_dir() {
+            fault::mutation("delete", &p, || parent.remove_file(&name))
                 .map_err(|e| self.err("delete", &p, e))?;
-            return Ok(if stat.kind == EntryKind::File {
-                stat.len
-            } else {
-                0
-            });
+            return Ok(if meta.is_file() { meta.len() } else { 0 });
         }
-        let mut freed = 0;
-        for entry in self.list(&p)? {
-            freed += self.remove_tree(&p.join(&entry.name))?;
-        }
-        fault::mutation("delete directory", &p, || self.dir.remove_dir(&p))
+        let mount = mount_of(&parent, &name).map_err(|e| self.err("inspect", &p, e))?;
+        let dir = self.open_checked(&parent, &name, &meta, &p)?;
+        let freed = self.remove_contents(dir, &p, mount)?;
+        fault::mutation("delete directory", &p, || parent.remove_dir(&name))
             .map_err(|e| self.err("delete directory", &p, e))?;
+        Ok(freed)
+    }
+
+    /// Empties the directory `top` (at `at`), depth first, with an explicit stack of held
+    /// handles (no recursion: any depth fits).
+    fn remove_contents(&self, top: Dir, at: &Path, mount: Mount) -> Result<u64> {
+        struct Frame {
+            dir: Dir,
+            at: PathBuf,
+            name: OsString,
+            names: Vec<OsString>,
+        }
+        let names = self.sorted_names(&top, at)?;
+        let mut stack = vec![Frame {
+            dir: top,
+            at: at.to_path_buf(),
+            name: OsString::new(),
+            names,
+        }];
+        let mut freed = 0;
+        while let Some(frame) = stack.last_mut() {
+            let Some(name) = frame.names.pop() else {
+                let done = stack.pop().expect("a frame is on the stack");
+                if let Some(parent) = stack.last() {
+                    drop(done.dir);
+                    fault::mutation("delete directory", &done.at, || {
+                        parent.dir.remove_dir(&done.name)
+                    })
+                    .map_err(|e| self.err("delete directory", &done.at, e))?;
+                }
+                continue;
+            };
+            let child = frame.at.join(&name);
+            let meta = match frame.dir.symlink_metadata(&name) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.err("inspect", &child, e)),
+            };
+            if meta.is_dir() {
+                let here =
+                    mount_of(&frame.dir, &name).map_err(|e| self.err("inspect", &child, e))?;
+                if here != mount {
+                    return Err(self.err(
+                        "delete",
+                        &child,
+                        std::io::Error::other("it is a mount point, never crossed"),
+                    ));
+                }
+                let sub = self.open_checked(&frame.dir, &name, &meta, &child)?;
+                let names = self.sorted_names(&sub, &child)?;
+                stack.push(Frame {
+                    dir: sub,
+                    at: child,
+                    name,
+                    names,
+                });
+            } else {
+                fault::mutation("delete", &child, || frame.dir.remove_file(&name))
+                    .map_err(|e| self.err("delete", &child, e))?;
+                if meta.is_file() {
+                    freed += meta.len();
+                }
+            }
+        }
         Ok(freed)
     }
 

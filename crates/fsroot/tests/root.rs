@@ -164,3 +164,29 @@ fn create_atomic_never_replaces_and_keeps_the_mode() {
         .collect();
     assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
 }
+
+#[test]
+fn remove_tree_walks_held_handles_at_any_depth() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep: std::path::PathBuf = std::iter::repeat_n("d", 1500).collect();
+    std::fs::create_dir_all(tmp.path().join("go-build1").join(&deep)).unwrap();
+    std::fs::write(tmp.path().join("go-build1").join(&deep).join("f"), b"12345").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("keep"), b"k").unwrap();
+    std::os::unix::fs::symlink(outside.path(), tmp.path().join("go-build1/d/link")).unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    let digest = root.tree_digest(Path::new("go-build1")).unwrap();
+    assert_eq!(
+        (digest.bytes, digest.entries),
+        (5, 1502),
+        "every level, the file, the link"
+    );
+    assert_eq!(root.remove_tree(Path::new("go-build1")).unwrap(), 5);
+    assert!(!tmp.path().join("go-build1").exists());
+    assert_eq!(std::fs::read(outside.path().join("keep")).unwrap(), b"k");
+    assert_eq!(
+        root.remove_tree(Path::new("go-build1")).unwrap(),
+        0,
+        "nothing left"
+    );
+}
