@@ -6,6 +6,9 @@
 //! where directories are expected and the reverse; fifos and devices; hard links to files
 //! outside S; a read-only S; ENOSPC; EXDEV.
 //!
+//! The races (c50-c52) stop the real binary right before one mutation with the pause hook
+//! (`DOCTOR_PAUSE_BEFORE`), change the store inside that window, then let it go on.
+//!
 //! Each test is one class. Each repairs dry and for real (through the library, or the binary
 //! where a second user, a memory limit or a timeout is needed) and checks: no panic; a message
 //! that names the path; nothing lost (every file and directory of S is at its path or at its
@@ -1951,5 +1954,166 @@ fn c49_a_late_failure_keeps_the_report() {
     assert_eq!(
         std::fs::read(c.s.join(".reconcile/last.json/keep")).unwrap(),
         b"theirs\n"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 50-52. Races, made deterministic by the pause hook (`DOCTOR_PAUSE_BEFORE`): the doctor stops
+// right before the named mutation, the test changes the store, then releases it.
+// ---------------------------------------------------------------------------------------------
+
+/// Runs the doctor binary with `args`, pausing before the first mutation described by
+/// `pause`; `during` runs inside the window. Returns the exit code, stdout and stderr.
+fn paused(args: &[&str], pause: &str, during: impl FnOnce()) -> (Option<i32>, String, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args(args)
+        .env("DOCTOR_NOW", NOW)
+        .env("DOCTOR_PAUSE_BEFORE", pause)
+        .env_remove("DOCTOR_FAULT_AT")
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("the doctor ended without pausing before {pause:?}: {stderr}");
+        }
+        stderr.push_str(&line);
+        if line.contains("fault point: paused") {
+            break;
+        }
+    }
+    during();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"\n").unwrap();
+    drop(stdin);
+    let _ = err.read_to_string(&mut stderr);
+    let status = child.wait().unwrap();
+    (status.code(), stdout.join().unwrap(), stderr)
+}
+
+fn outcome_in(report: &Value, path: &str) -> Value {
+    let seq = report["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == path)
+        .unwrap_or_else(|| panic!("no action on {path}: {report:#}"))["seq"]
+        .clone();
+    report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["seq"] == seq)
+        .cloned()
+        .unwrap()
+}
+
+/// A document saved at `S/<tid>.json` after R3 checked that the id is free, just before the
+/// recovered document is renamed into place: it is never replaced (`RENAME_NOREPLACE`); the
+/// recovery is skipped as "document id taken", the thread is left unbound.
+#[test]
+fn c50_a_document_saved_during_a_recovery_is_never_replaced() {
+    let c = Case::new();
+    store_with_thread(&c.s, "o/runtime", "th-o", None, 1);
+    let record = std::fs::read(c.s.join("o/runtime/threads/th-o.json")).unwrap();
+    let s = c.s.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        "create in place th-o.json",
+        || std::fs::write(c.s.join("th-o.json"), b"theirs\n").unwrap(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let o = outcome_in(&report, "o/runtime/threads/th-o.json");
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_eq!(o["why"], "document id taken", "{o}");
+    assert_eq!(std::fs::read(c.s.join("th-o.json")).unwrap(), b"theirs\n");
+    assert_eq!(
+        std::fs::read(c.s.join("o/runtime/threads/th-o.json")).unwrap(),
+        record,
+        "the thread stays unbound"
+    );
+}
+
+/// A file created at a restore's original path after the "not occupied" check, just before
+/// the rename: it is never replaced; the item is skipped and stays in the set-aside run.
+#[test]
+fn c51_a_file_created_during_a_restore_is_never_replaced() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let s = c.s.to_string_lossy().into_owned();
+    let repaired = lib(&c.s, false).unwrap();
+    let run = repaired.run.clone();
+    let (code, stdout, stderr) = paused(
+        &[
+            "--restore",
+            &run,
+            "--item",
+            "torn.json",
+            "--json",
+            "--sessions-dir",
+            &s,
+        ],
+        &format!("move .set-aside/{run}/torn.json"),
+        || std::fs::write(c.s.join("torn.json"), b"theirs\n").unwrap(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let o = outcome_in(&report, "torn.json");
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_says(o["why"].as_str().unwrap(), "occupied");
+    assert_eq!(std::fs::read(c.s.join("torn.json")).unwrap(), b"theirs\n");
+    assert_eq!(
+        std::fs::read(c.s.join(format!(".set-aside/{run}/torn.json"))).unwrap(),
+        b"{\"torn\":"
+    );
+}
+
+/// While R2 moves an empty store entry by entry, the store directory is swapped for a symlink
+/// to another store that stays inside S (a bound one). Nothing of the bound store moves: the
+/// moves act on directories opened one component at a time without following links.
+#[test]
+fn c52_a_store_swapped_for_an_inside_symlink_never_redirects_the_move() {
+    let c = Case::new();
+    empty_store(&c.s, "e/runtime");
+    let bound_before = tree(&c.s.join("keep/runtime"));
+    let s = c.s.to_string_lossy().into_owned();
+    let (_, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        "move e/runtime/",
+        || {
+            std::fs::rename(c.s.join("e/runtime"), c.s.join("e/old")).unwrap();
+            std::os::unix::fs::symlink("../keep/runtime", c.s.join("e/runtime")).unwrap();
+        },
+    );
+    let report: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout:?} {stderr}"));
+    let o = outcome_in(&report, "e/runtime");
+    assert_ne!(o["outcome"], "applied", "{o}");
+    assert_eq!(
+        tree(&c.s.join("keep/runtime")),
+        bound_before,
+        "the bound store the symlink points at is untouched"
+    );
+    let set_aside = tree(&c.s.join(".set-aside"));
+    assert!(
+        !set_aside
+            .keys()
+            .any(|p| p.to_string_lossy().contains("keep")),
+        "nothing of the bound store was set aside: {set_aside:?}"
     );
 }

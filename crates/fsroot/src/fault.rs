@@ -1,7 +1,10 @@
-//! The mutation counter of the one write seam, and the hidden fault hook that the kill-point
-//! tests use: `DOCTOR_FAULT_AT=N` stops the process just before its Nth filesystem mutation,
+//! The mutation counter of the one write seam, and the hidden fault hooks the tests use:
+//! `DOCTOR_FAULT_AT=N` stops the process just before its Nth filesystem mutation,
 //! `DOCTOR_FAULT_AT=N:after` just after it. Stopped means: a line on stderr, then waiting to be
 //! killed (the test sends SIGKILL), so no destructor, flush or unlock of ours runs after it.
+//! `DOCTOR_PAUSE_BEFORE=TEXT` pauses before the first mutation whose description
+//! (`<what> <path>`) contains TEXT: a line on stderr, then it waits for one line on standard
+//! input and goes on. A race test changes the store inside that window, deterministically.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,9 +43,35 @@ fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
     }
 }
 
-/// Runs one mutation, counted, with the fault hook around it.
+fn pause_before() -> Option<&'static str> {
+    static AT: OnceLock<Option<String>> = OnceLock::new();
+    AT.get_or_init(|| {
+        std::env::var("DOCTOR_PAUSE_BEFORE")
+            .ok()
+            .filter(|t| !t.is_empty())
+    })
+    .as_deref()
+}
+
+/// Pauses once, before the first mutation that matches `DOCTOR_PAUSE_BEFORE`.
+fn maybe_pause(n: u64, what: &str, path: &Path) {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(text) = pause_before() else {
+        return;
+    };
+    let described = format!("{what} {}", path.display());
+    if !described.contains(text) || DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    eprintln!("doctor: fault point: paused before mutation {n} ({described})");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+/// Runs one mutation, counted, with the fault hooks around it.
 pub(crate) fn mutation<T>(what: &str, path: &Path, f: impl FnOnce() -> T) -> T {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;
+    maybe_pause(n, what, path);
     let at = fault_at();
     if let Some(FaultAt {
         n: at,

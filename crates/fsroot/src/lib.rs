@@ -253,12 +253,31 @@ impl Root {
     fn parent_handle(&self, p: &Path) -> Result<(Dir, OsString)> {
         let parent = p.parent().unwrap_or(Path::new(""));
         let name = p.file_name().ok_or_else(|| Error::escape(p))?.to_owned();
-        let dir = if parent.as_os_str().is_empty() {
-            self.dir.try_clone()
-        } else {
-            self.dir.open_dir_nofollow(parent)
+        // One component at a time from the root's handle, none followed if it is a link: a
+        // directory swapped for a symlink, even one that stays inside the root, is refused.
+        let mut dir = self
+            .dir
+            .try_clone()
+            .map_err(|e| self.err("open directory", Path::new(""), e))?;
+        let mut at = PathBuf::new();
+        for part in parent.components() {
+            at.push(part);
+            dir = match dir.open_dir_nofollow(part.as_os_str()) {
+                Ok(d) => d,
+                Err(e) => {
+                    let is_link = dir
+                        .symlink_metadata(part.as_os_str())
+                        .is_ok_and(|m| m.file_type().is_symlink());
+                    return Err(if is_link {
+                        Error::SymlinkInPath {
+                            path: self.display_path(&at),
+                        }
+                    } else {
+                        self.err("open directory", &at, e)
+                    });
+                }
+            };
         }
-        .map_err(|e| self.err("open directory", parent, e))?;
         Ok((dir, name))
     }
 
