@@ -2117,3 +2117,42 @@ fn c52_a_store_swapped_for_an_inside_symlink_never_redirects_the_move() {
         "nothing of the bound store was set aside: {set_aside:?}"
     );
 }
+
+/// Two temporary files of interrupted doctor writes, in two free stores: the dry run lists
+/// both. While the real run removes the first, a host takes the second store's owner lock: the
+/// second is left and its skip receipted, never removed under a live host, never silently.
+#[test]
+fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() {
+    let c = Case::new();
+    store_with_thread(&c.s, "a/runtime", "th-a", None, 0);
+    store_with_thread(&c.s, "b/runtime", "th-b", None, 0);
+    let temp_a = "a/runtime/threads/.th-a.json.doctor-tmp-4242-1";
+    let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-4242-1";
+    write(&c.s, temp_a, "half");
+    write(&c.s, temp_b, "half");
+    let s = c.s.to_string_lossy().into_owned();
+    let mut holder = None;
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        &format!("delete {temp_a}"),
+        || {
+            holder = Some(common::Holder::spawn(&[c
+                .s
+                .join("b/runtime/runtime-process.owner.lock")]))
+        },
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["interrupted_writes"], json!([temp_a]), "{report:#}");
+    assert!(!c.s.join(temp_a).exists());
+    assert!(c.s.join(temp_b).exists(), "never removed under a live host");
+    let receipts = std::fs::read_to_string(c.s.join(".reconcile/receipts.jsonl")).unwrap();
+    let skip = receipts
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["path"] == temp_b)
+        .unwrap_or_else(|| panic!("no receipt for {temp_b}: {receipts}"));
+    assert_eq!(skip["outcome"], "skipped", "{skip}");
+    assert_says(skip["why"].as_str().unwrap(), "in use");
+    drop(holder);
+}

@@ -222,27 +222,32 @@ pub fn remove_interrupted_writes(
     let mut removed = Vec::new();
     let mut errors = Vec::new();
     for path in paths {
-        let _owner = match path.rsplit_once("/threads/") {
-            Some((store, _)) => match lock_store(root, store) {
-                Ok(g) => g,
-                Err(_) => continue,
-            },
-            None => None,
+        // Re-checked right before: the store's owner lock is taken (and held until the removal
+        // is done), then the session's lease probed. A temp file that became live since the
+        // dry run listed it is left, and the skip receipted like any other.
+        let owner = match path.rsplit_once("/threads/") {
+            Some((store, _)) => lock_store(root, store).map_err(|r| match r {
+                Refusal::Skip(why) | Refusal::Fail(why) => why,
+            }),
+            None => Ok(None),
         };
-        // The store's owner lock is ours now (a second probe of it would see it held): only
-        // the session's lease is left to check.
-        if !lease_is_free(root, path) {
-            continue;
-        }
-        let (outcome, why, freed) = match root.remove_tree(Path::new(path)) {
-            Ok(b) => {
-                removed.push(path.clone());
-                (OutcomeKind::Applied, None, b)
+        let (outcome, why, freed) = match owner {
+            Err(why) => (OutcomeKind::Skipped, Some(why), 0),
+            // The store's owner lock is ours now (a second probe of it would see it held): only
+            // the session's lease is left to check.
+            Ok(_) if !lease_is_free(root, path) => {
+                (OutcomeKind::Skipped, Some("session is live".to_owned()), 0)
             }
-            Err(e) => {
-                errors.push(e.to_string());
-                (OutcomeKind::Failed, Some(e.to_string()), 0)
-            }
+            Ok(_guard) => match root.remove_tree(Path::new(path)) {
+                Ok(b) => {
+                    removed.push(path.clone());
+                    (OutcomeKind::Applied, None, b)
+                }
+                Err(e) => {
+                    errors.push(e.to_string());
+                    (OutcomeKind::Failed, Some(e.to_string()), 0)
+                }
+            },
         };
         let receipt = Receipt {
             run: run.0.clone(),
