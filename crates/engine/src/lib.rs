@@ -117,8 +117,6 @@ pub enum Effect {
         /// Thread record path.
         thread: String,
     },
-    /// A session directory is removed.
-    DirRemoved,
     /// A document `id` now exists, binds `store`, and the thread is bound to it.
     Recovered {
         /// New document id.
@@ -274,7 +272,7 @@ pub fn plan_inventory(
 
 fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
     match effect {
-        Effect::None | Effect::DirRemoved => {}
+        Effect::None => {}
         Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
         Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),

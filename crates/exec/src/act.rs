@@ -149,9 +149,8 @@ impl Act<'_> {
             .map_or(0o644, |s| s.mode & 0o777))
     }
 
-    fn write_record(&self, bytes: Option<Vec<u8>>) -> Result<(), Refusal> {
+    fn write_record(&self, bytes: Option<Vec<u8>>, mode: u32) -> Result<(), Refusal> {
         let bytes = bytes.ok_or_else(|| Refusal::Skip("thread record no longer parses".into()))?;
-        let mode = self.record_mode()?;
         self.root
             .write_atomic_mode(Path::new(&self.action.path), &bytes, mode)
             .map_err(fail)
@@ -211,7 +210,10 @@ impl Act<'_> {
         }
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        self.write_record(recover::unbind_bytes(&bytes, self.planned_at))?;
+        self.write_record(
+            recover::unbind_bytes(&bytes, self.planned_at),
+            self.record_mode()?,
+        )?;
         let mut line = Extra::new();
         line.insert("action".into(), "thread_unbound".into());
         line.insert("thread_id".into(), record.id.clone().into());
@@ -281,12 +283,10 @@ impl Act<'_> {
             }
             Err(e) => return Err(fail(e)),
         }
-        self.write_record(recover::bind_bytes(
-            &bytes,
-            &record.id,
-            &recovered.checkpoint,
-            self.planned_at,
-        ))?;
+        self.write_record(
+            recover::bind_bytes(&bytes, &record.id, &recovered.checkpoint, self.planned_at),
+            mode,
+        )?;
         let mut extra = extra;
         extra.insert("document".into(), document.into());
         extra.insert(
@@ -332,12 +332,10 @@ impl Act<'_> {
         };
         let extra = Self::previous_fields(&bytes, &record);
         self.keep_previous_version(&bytes)?;
-        self.write_record(recover::bind_bytes(
-            &bytes,
-            &record.id,
-            &checkpoint,
-            self.planned_at,
-        ))?;
+        self.write_record(
+            recover::bind_bytes(&bytes, &record.id, &checkpoint, self.planned_at),
+            self.record_mode()?,
+        )?;
         let mut extra = extra;
         extra.insert("document".into(), document.into());
         Ok(extra)
@@ -426,20 +424,8 @@ impl Act<'_> {
         Ok(!self.lease_held(dir)?)
     }
 
-    /// Whether another process holds session `id`'s live lease, judged as the scan judges it:
-    /// a lease that is not a regular file is no lease (nobody can hold it); one that cannot be
-    /// probed is a skip, never a guess.
     fn lease_held(&self, id: &str) -> Result<bool, Refusal> {
-        let lease = format!("{}/{id}.live", store::ids::LATE_USAGE_DIR);
-        let path = Path::new(&lease);
-        match self.root.stat(path).map_err(fail)? {
-            Some(s) if s.kind == fsroot::EntryKind::File => {}
-            _ => return Ok(false),
-        }
-        match self.root.probe_lock(path) {
-            Ok(p) => Ok(p == fsroot::LockProbe::Held),
-            Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
-        }
+        crate::lease_held(self.root, id)
     }
 
     /// Removes an empty session directory (`rmdir`, which fails on a directory that is not

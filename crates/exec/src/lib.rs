@@ -204,7 +204,7 @@ fn lease_is_free(root: &fsroot::Root, path: &str) -> bool {
             .map(|t| t.strip_suffix(".json").unwrap_or(t).to_owned())
             .unwrap_or_default(),
     };
-    lock_is_free(root, &format!("{LATE_USAGE_DIR}/{session}.live"))
+    lease_held(root, &session).is_ok_and(|held| !held)
 }
 
 /// Removes, through the one delete seam, the temporary files that interrupted atomic writes of
@@ -297,22 +297,26 @@ fn session_of(path: &str) -> &str {
 }
 
 fn check_not_live(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
-    let lease = format!("{LATE_USAGE_DIR}/{}.live", session_of(&action.path));
-    // Planning counts a lease that is not a regular file (a symlink, a socket) as no lease,
-    // since nobody can hold it: so does execution.
-    if root
-        .stat(Path::new(&lease))
-        .ok()
-        .flatten()
-        .is_some_and(|s| s.kind != fsroot::EntryKind::File)
-    {
-        return Ok(());
+    if lease_held(root, session_of(&action.path))? {
+        return Err(Refusal::Skip("session is live".into()));
     }
-    match root.probe_lock(Path::new(&lease)) {
-        Ok(LockProbe::Held) => Err(Refusal::Skip("session is live".into())),
-        Ok(_) => Ok(()),
-        // Planning ignores a lease that is not a regular file (nobody can hold it): so here.
-        Err(fsroot::Error::NotAFile { .. }) => Ok(()),
+    Ok(())
+}
+
+/// Whether another process holds session `id`'s live lease, judged as the scan judges it: a
+/// lease that is not a regular file is no lease (nobody can hold it); one that cannot be probed
+/// is a skip, never a guess. Every check of a lease at execution goes through here.
+pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal> {
+    let lease = format!("{LATE_USAGE_DIR}/{id}.live");
+    let path = Path::new(&lease);
+    match root.stat(path) {
+        Ok(Some(s)) if s.kind != fsroot::EntryKind::File => return Ok(false),
+        Ok(_) => {}
+        Err(e) => return Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
+    }
+    // Missing: no lease. A lease directory that is not a directory cannot be probed: a skip.
+    match root.probe_lock(path) {
+        Ok(p) => Ok(p == LockProbe::Held),
         Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
     }
 }

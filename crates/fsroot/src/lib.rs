@@ -516,25 +516,46 @@ impl WritableRoot {
     /// The atomic write: with `Some(mode)` the file gets exactly those bits; with `None`, 0644
     /// as the umask leaves it (the doctor's own records).
     fn write_atomic_inner(&self, rel: &Path, bytes: &[u8], exact: Option<u32>) -> Result<()> {
+        self.write_through_temp(rel, bytes, exact, true)
+    }
+
+    /// Creates the new file `rel` atomically with `bytes` and permission bits `mode`, never
+    /// replacing anything: a temporary file in the same directory is renamed into place with
+    /// `renameat2(RENAME_NOREPLACE)`, relative to the held parent directory. When something
+    /// appeared at `rel` in the meantime, nothing is replaced, the temporary file is removed,
+    /// and the error is [`Error::Occupied`].
+    pub fn create_atomic(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        self.write_through_temp(rel, bytes, Some(mode & 0o777), false)
+    }
+
+    /// Writes `bytes` to a temporary file next to `rel` (fsynced, with exactly the bits `exact`
+    /// when given), then renames it to `rel` (over what is there when `replace`, else never
+    /// replacing), then fsyncs the directory. Parents are created; the parent is opened one
+    /// component at a time without following a link, and both the create and the rename name
+    /// one entry of that held directory.
+    fn write_through_temp(
+        &self,
+        rel: &Path,
+        bytes: &[u8],
+        exact: Option<u32>,
+        replace: bool,
+    ) -> Result<()> {
         let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
-        let name = p
-            .file_name()
-            .ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?;
         self.create_dir_all(&parent)?;
+        let (dir, name) = self.parent_handle(&p)?;
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let mut tmp_name = OsString::from(".");
-        tmp_name.push(name);
+        tmp_name.push(&name);
         tmp_name.push(format!(".doctor-tmp-{}-{n}", std::process::id()));
-        let tmp = parent.join(tmp_name);
+        let tmp = parent.join(&tmp_name);
         let mut opts = OpenOptions::new();
         opts.write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
             .mode(exact.unwrap_or(0o644));
         let result = (|| {
-            let mut f = fault::mutation("create", &tmp, || self.dir.open_with(&tmp, &opts))
+            let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
             if let Some(mode) = exact {
                 // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
@@ -546,61 +567,12 @@ impl WritableRoot {
             f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
             f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
-            fault::mutation("rename into place", &p, || {
-                self.dir.rename(&tmp, &self.dir, &p)
-            })
-            .map_err(|e| self.err("rename into place", &p, e))
-        })();
-        if result.is_err() {
-            let _ = self.dir.remove_file(&tmp);
-            return result;
-        }
-        self.sync_dir(&parent)
-    }
-
-    /// Creates the new file `rel` atomically with `bytes` and permission bits `mode`, never
-    /// replacing anything: a temporary file in the same directory is renamed into place with
-    /// `renameat2(RENAME_NOREPLACE)`, relative to the held parent directory. When something
-    /// appeared at `rel` in the meantime, nothing is replaced, the temporary file is removed,
-    /// and the error is [`Error::Occupied`].
-    pub fn create_atomic(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-        let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
-        let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
-        let name = p
-            .file_name()
-            .ok_or_else(|| Error::not_a_file(&self.display_path(&p)))?
-            .to_owned();
-        self.create_dir_all(&parent)?;
-        let dir = if parent.as_os_str().is_empty() {
-            self.dir
-                .try_clone()
-                .map_err(|e| self.err("open directory", &parent, e))?
-        } else {
-            self.dir
-                .open_dir_nofollow(&parent)
-                .map_err(|e| self.err("open directory", &parent, e))?
-        };
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = OsString::from(".");
-        tmp_name.push(&name);
-        tmp_name.push(format!(".doctor-tmp-{}-{n}", std::process::id()));
-        let tmp = parent.join(&tmp_name);
-        let mut opts = OpenOptions::new();
-        opts.write(true)
-            .create_new(true)
-            .follow(FollowSymlinks::No)
-            .mode(mode & 0o777);
-        let result = (|| {
-            let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
-                .map_err(|e| self.err("create", &tmp, e))?;
-            f.set_permissions(cap_std::fs::Permissions::from_std(
-                std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777),
-            ))
-            .map_err(|e| self.err("set permissions of", &tmp, e))?;
-            f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
-            f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
-            drop(f);
+            if replace {
+                return fault::mutation("rename into place", &p, || {
+                    dir.rename(&tmp_name, &dir, &name)
+                })
+                .map_err(|e| self.err("rename into place", &p, e));
+            }
             fault::mutation("create in place", &p, || {
                 rename_noreplace(&dir, &tmp_name, &dir, &name, || {
                     // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also fails on
@@ -674,8 +646,8 @@ impl WritableRoot {
     pub fn move_item(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
-        self.check_no_symlink_ancestors(&f)?;
-        self.check_no_symlink_ancestors(&t)?;
+        // Early and clear; `RENAME_NOREPLACE` below is the guard (and, where a filesystem
+        // lacks it, this check is).
         if self.stat(&t)?.is_some() {
             return Err(Error::occupied(&self.display_path(&t)));
         }
@@ -733,7 +705,6 @@ impl WritableRoot {
     /// removal stops there with an error naming it.
     pub fn remove_tree(&self, rel: &Path) -> Result<u64> {
         let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
         if p.as_os_str().is_empty() {
             return Err(Error::escape(rel));
         }

@@ -148,14 +148,14 @@ fn read_records<T: for<'de> Deserialize<'de>>(
 }
 
 /// The thread's record parsed, and its rebuilt messages with the turns they came from.
-struct Rebuilt {
+struct Rebuilt<'r> {
     thread: ThreadRecord,
-    turns: Vec<TurnRecord>,
+    turns: &'r [TurnRecord],
     messages: Vec<Message>,
 }
 
-fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuilt>, String> {
-    let turns: Vec<TurnRecord> = records.turns.get(&thread.id).cloned().unwrap_or_default();
+fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuilt<'_>>, String> {
+    let turns: &[TurnRecord] = records.turns.get(&thread.id).map_or(&[], Vec::as_slice);
     if turns.is_empty() {
         return Ok(None);
     }

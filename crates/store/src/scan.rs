@@ -395,26 +395,23 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
     };
     // The common case in one pass, typed straight from the bytes as the app parses them (so
     // a duplicated key fails here as it fails there).
-    let direct = serde_json::from_slice::<SavedSession>(bytes);
     let mut unknown = None;
-    let session = match direct {
-        Ok(s)
-            if s.schema_version <= SESSION_SCHEMA_VERSION
-                && s.journal
-                    .as_ref()
-                    .is_none_or(|j| j.schema_version <= SESSION_SCHEMA_VERSION) =>
-        {
+    let session = match serde_json::from_slice::<SavedSession>(bytes) {
+        Ok(s) => {
+            let journal = s.journal.as_ref().map_or(0, |j| j.schema_version);
+            let version = s.schema_version.max(journal);
+            if version > SESSION_SCHEMA_VERSION {
+                let data_dir = s.metadata.runtime_store.map(|r| r.data_dir);
+                return DocState::NewerSchema { version, data_dir };
+            }
             s
         }
-        direct => {
+        Err(e) => {
             let mut value: Value = match serde_json::from_slice(bytes) {
                 Ok(v) => v,
                 Err(e) => return unreadable(e.to_string()),
             };
-            let data_dir = value
-                .pointer("/metadata/runtime_store/data_dir")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            // A newer document need not have the known shape: its version is read alone.
             if let Some(version) = newer_than(value.get("schema_version"), SESSION_SCHEMA_VERSION)
                 .or_else(|| {
                     newer_than(
@@ -423,12 +420,12 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
                     )
                 })
             {
+                let data_dir = value
+                    .pointer("/metadata/runtime_store/data_dir")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 return DocState::NewerSchema { version, data_dir };
             }
-            let Err(e) = direct else {
-                // Parsed, and no newer version: unreachable by the guard above.
-                return unreadable("inconsistent schema version".into());
-            };
             // Readable but for names the doctor does not know? Replace them with known ones
             // and try again: only then is the document kept as unknown content.
             unknown = neutralize_unknown(&mut value);
@@ -846,7 +843,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
             holds_work = ext
                 .automations
                 .iter()
-                .any(|a| memchr_find(a, scope.as_bytes()));
+                .any(|a| contains_bytes(a, scope.as_bytes()));
         }
     }
     let (threads, seeded) = scan_threads(root, path, &mut ign, &mut errs);
@@ -866,7 +863,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
     (store, ign, errs)
 }
 
-fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
+fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 

@@ -110,7 +110,7 @@ impl Rule for UnboundEmptyStore {
                     document: None,
                     reason: "empty session directory: it holds no data".into(),
                     expect: Expect::TreeOfPath,
-                    effect: Effect::DirRemoved,
+                    effect: Effect::None,
                 });
             }
         }
