@@ -738,11 +738,12 @@ fn a_deletion_killed_halfway_is_finished_by_the_next_run() {
     let old = SystemTime::now() - Duration::from_secs(3 * 3600);
     set_mtime_recursive(&dir, old);
     // With the state directories in place, the real run's mutations are: 1-2 the pending
-    // record (temporary file, rename), 3-5 b001 (two files, then the directory), 6 the first
-    // file of b002. Stop before 6: b001 is gone, so the tree's own mtime is now fresh.
+    // record (1-5: temporary file created, written, synced, renamed, its directory synced),
+    // 6-8 b001 (two files, then the directory), 9 the first file of b002. Stop before 9: b001
+    // is gone, so the tree's own mtime is now fresh.
     std::fs::create_dir_all(state.join("doctor").join(exec::PENDING_DIR)).unwrap();
     let mut child = doctor(&["--root", root.to_str().unwrap()], &state)
-        .env("DOCTOR_FAULT_AT", "6")
+        .env("DOCTOR_FAULT_AT", "9")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -752,7 +753,7 @@ fn a_deletion_killed_halfway_is_finished_by_the_next_run() {
         .read_line(&mut line)
         .unwrap();
     assert!(
-        line.contains("fault point: stopped before mutation 6 (delete"),
+        line.contains("fault point: stopped before mutation 9 (delete"),
         "{line}"
     );
     child.kill().unwrap();

@@ -46,7 +46,13 @@ pub fn move_store(
     for (i, name) in names.iter().enumerate() {
         if let Err(e) = root.move_item(&src.join(name), &dst.join(name)) {
             let mut msg = format!("store move failed, moved back: {e}");
-            for back in names[..i].iter().rev() {
+            // A rename that happened and then failed (its directory could not be synced)
+            // moved the entry all the same: it goes back with the others. Judged by what is
+            // there, not by the error.
+            let moved = matches!(root.stat(&dst.join(name)), Ok(Some(_)))
+                && matches!(root.stat(&src.join(name)), Ok(None));
+            let upto = if moved { i + 1 } else { i };
+            for back in names[..upto].iter().rev() {
                 if let Err(e2) = root.move_item(&dst.join(back), &src.join(back)) {
                     msg.push_str(&format!(
                         "; could not move back {}: {e2}",

@@ -4,9 +4,11 @@
 //! [`WritableRoot`] adds the write operations (atomic write, append, the one move seam,
 //! directory creation, the single-flight lock). Planning code receives a `&Root` and so cannot
 //! write, by type. Every path handed in is relative to the anchor; `..`, absolute paths and
-//! symlinks that lead outside are refused with an error that names the path. Resolution is done
-//! by `cap-std` (`openat2(RESOLVE_BENEATH)` on Linux), never by string checks alone, and a
-//! symlink is never followed as the last component of a path.
+//! symlinks are refused with an error that names the path. Every path is resolved by the
+//! kernel beneath the root's handle with no symlink followed anywhere on the way
+//! (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, or one component at a time with
+//! `O_NOFOLLOW` where `openat2` is missing), and every operation then acts on the handle it
+//! opened: a check and the action that follows it never walk the same path twice.
 //!
 //! # Example
 //!
@@ -27,12 +29,15 @@ pub mod procfs;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::ops::Deref;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
@@ -208,13 +213,17 @@ fn mount_of(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<Mount> {
 }
 
 /// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
-fn regular(f: cap_std::fs::File, path: &Path) -> Result<std::fs::File> {
+fn regular_fd(fd: OwnedFd, path: &Path) -> Result<std::fs::File> {
+    let f = std::fs::File::from(fd);
     match f.metadata() {
-        Ok(m) if m.is_file() => Ok(f.into_std()),
+        Ok(m) if m.is_file() => Ok(f),
         Ok(_) => Err(Error::not_a_file(path)),
         Err(e) => Err(Error::io("inspect", path, e)),
     }
 }
+
+/// Whether `openat2` is there to use (cleared on the first `ENOSYS`).
+static OPENAT2: AtomicBool = AtomicBool::new(true);
 
 impl Root {
     /// Opens `anchor` (which must be an existing directory) read-only.
@@ -248,37 +257,104 @@ impl Root {
         Error::io(op, &self.display_path(rel), e)
     }
 
-    /// The directory holding `p`, opened beneath the root (its last component not followed),
-    /// and `p`'s final name.
+    /// Opens `p` beneath the root with `flags`, following no symlink on the way or at the end.
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` resolves it in one call; where the
+    /// kernel lacks it, the walk is one `O_NOFOLLOW | O_DIRECTORY` open per component from the
+    /// root's handle. Either way the result is the object found at that instant, and whatever
+    /// is done next is done to it.
+    fn open_beneath(&self, p: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        // `openat2` refuses a mode where nothing is created.
+        let mode = if flags.contains(OFlags::CREATE) {
+            mode
+        } else {
+            Mode::empty()
+        };
+        if OPENAT2.load(Ordering::Relaxed) {
+            let how =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            // `EAGAIN`: a rename or mount elsewhere raced the lookup; the kernel asks to retry.
+            for _ in 0..16 {
+                match rustix::fs::openat2(&self.dir, as_arg(p), flags, mode, how) {
+                    Err(Errno::AGAIN) => continue,
+                    Err(Errno::NOSYS) => {
+                        OPENAT2.store(false, Ordering::Relaxed);
+                        break;
+                    }
+                    r => return r.map_err(Into::into),
+                }
+            }
+            if OPENAT2.load(Ordering::Relaxed) {
+                return Err(Errno::AGAIN.into());
+            }
+        }
+        let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let mut parts: Vec<&std::ffi::OsStr> = p.components().map(|c| c.as_os_str()).collect();
+        let last = parts.pop().unwrap_or(std::ffi::OsStr::new("."));
+        let mut at: Option<OwnedFd> = None;
+        for part in parts {
+            let next = match &at {
+                Some(d) => rustix::fs::openat(d, part, dir_flags, Mode::empty()),
+                None => rustix::fs::openat(&self.dir, part, dir_flags, Mode::empty()),
+            }?;
+            at = Some(next);
+        }
+        Ok(match &at {
+            Some(d) => rustix::fs::openat(d, last, flags, mode),
+            None => rustix::fs::openat(&self.dir, last, flags, mode),
+        }?)
+    }
+
+    /// The error for a failed open of `p`: a symlink on the way is named as such (a second
+    /// look, for the message only; nothing is acted on through it).
+    fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error) -> Error {
+        if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
+            let mut prefix = PathBuf::new();
+            let parts: Vec<_> = p.components().collect();
+            for part in parts.iter().take(parts.len().saturating_sub(1)) {
+                prefix.push(part);
+                if self
+                    .dir
+                    .symlink_metadata(&prefix)
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Error::SymlinkInPath {
+                        path: self.display_path(&prefix),
+                    };
+                }
+            }
+        }
+        self.err(op, p, e)
+    }
+
+    /// The directory at `p` (the root itself when `p` is empty), with no symlink followed.
+    fn open_dir(&self, p: &Path, op: &'static str) -> Result<Dir> {
+        let fd = self
+            .open_beneath(p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|e| self.open_error(op, p, e))?;
+        Ok(Dir::from_std_file(std::fs::File::from(fd)))
+    }
+
+    /// The directory holding `p`, opened beneath the root with no symlink followed, and `p`'s
+    /// final name: a directory swapped for a symlink, even one that stays inside the root, is
+    /// refused.
     fn parent_handle(&self, p: &Path) -> Result<(Dir, OsString)> {
         let parent = p.parent().unwrap_or(Path::new(""));
         let name = p.file_name().ok_or_else(|| Error::escape(p))?.to_owned();
-        // One component at a time from the root's handle, none followed if it is a link: a
-        // directory swapped for a symlink, even one that stays inside the root, is refused.
-        let mut dir = self
-            .dir
-            .try_clone()
-            .map_err(|e| self.err("open directory", Path::new(""), e))?;
-        let mut at = PathBuf::new();
-        for part in parent.components() {
-            at.push(part);
-            dir = match dir.open_dir_nofollow(part.as_os_str()) {
-                Ok(d) => d,
-                Err(e) => {
-                    let is_link = dir
-                        .symlink_metadata(part.as_os_str())
-                        .is_ok_and(|m| m.file_type().is_symlink());
-                    return Err(if is_link {
-                        Error::SymlinkInPath {
-                            path: self.display_path(&at),
-                        }
-                    } else {
-                        self.err("open directory", &at, e)
-                    });
-                }
-            };
+        Ok((self.open_dir(parent, "open directory")?, name))
+    }
+
+    /// The regular file at `p`, opened for reading (never blocking, no symlink followed).
+    fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
+        let fd = self
+            .open_beneath(p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+            .map_err(|e| self.open_error(op, p, e))?;
+        let f = cap_std::fs::File::from_std(std::fs::File::from(fd));
+        let m = f.metadata().map_err(|e| self.err(op, p, e))?;
+        if !m.is_file() {
+            return Err(Error::not_a_file(&self.display_path(p)));
         }
-        Ok((dir, name))
+        Ok(f)
     }
 
     /// Opens directory `name` of `parent` without following a link, and checks it is the
@@ -337,17 +413,16 @@ impl Root {
         Ok(names)
     }
 
-    /// Lists a directory, sorted by name. Symlinks are reported as such, never followed.
+    /// Lists a directory, sorted by name. Symlinks are reported as such, never followed; a
+    /// symlink in place of the directory, or on the way to it, is refused.
     pub fn list(&self, rel: &Path) -> Result<Vec<Entry>> {
         let p = confine(rel)?;
+        let dir = self.open_dir(&p, "list directory")?;
         let mut out = Vec::new();
-        let rd = if p.as_os_str().is_empty() {
-            self.dir.entries()
-        } else {
-            self.dir.read_dir(&p)
-        }
-        .map_err(|e| self.err("list directory", &p, e))?;
-        for ent in rd {
+        for ent in dir
+            .entries()
+            .map_err(|e| self.err("list directory", &p, e))?
+        {
             let ent = ent.map_err(|e| self.err("list directory", &p, e))?;
             let kind = ent
                 .file_type()
@@ -362,10 +437,26 @@ impl Root {
         Ok(out)
     }
 
-    /// `lstat` of `rel`; `Ok(None)` when nothing is there.
+    /// `lstat` of `rel`; `Ok(None)` when nothing is there. The last component is looked at
+    /// relative to its parent's handle; a symlink on the way there is refused.
     pub fn stat(&self, rel: &Path) -> Result<Option<Stat>> {
         let p = confine(rel)?;
-        match self.dir.symlink_metadata(as_arg(&p)) {
+        let absent = |e: &std::io::Error| {
+            // ENOTDIR: a component on the way is not a directory, so nothing is there.
+            e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
+        };
+        let meta = if p.as_os_str().is_empty() {
+            self.dir.dir_metadata()
+        } else {
+            let (parent, name) = match self.parent_handle(&p) {
+                Ok(h) => h,
+                Err(Error::Io { source, .. }) if absent(&source) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            parent.symlink_metadata(&name)
+        };
+        match meta {
             Ok(m) => Ok(Some(Stat {
                 kind: kind_of(m.file_type()),
                 len: m.len(),
@@ -379,24 +470,9 @@ impl Root {
                 ino: m.ino(),
                 mode: m.mode(),
             })),
-            // ENOTDIR: a component on the way is not a directory, so nothing is there.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
-                Ok(None)
-            }
+            Err(e) if absent(&e) => Ok(None),
             Err(e) => Err(self.err("inspect", &p, e)),
         }
-    }
-
-    fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
-        let f = self
-            .dir
-            .open_with(p, &nofollow_read())
-            .map_err(|e| self.err(op, p, e))?;
-        let m = f.metadata().map_err(|e| self.err(op, p, e))?;
-        if !m.is_file() {
-            return Err(Error::not_a_file(&self.display_path(p)));
-        }
-        Ok(f)
     }
 
     /// Reads a whole regular file. A symlink or a directory is refused.
@@ -426,8 +502,9 @@ impl Root {
     /// Reads the target of a symlink (for listings only; it is never followed).
     pub fn read_link(&self, rel: &Path) -> Result<PathBuf> {
         let p = confine(rel)?;
-        self.dir
-            .read_link_contents(&p)
+        let (parent, name) = self.parent_handle(&p)?;
+        parent
+            .read_link_contents(&name)
             .map_err(|e| self.err("read link", &p, e))
     }
 
@@ -435,10 +512,10 @@ impl Root {
     /// a lock taken for the probe is released before returning.
     pub fn probe_lock(&self, rel: &Path) -> Result<LockProbe> {
         let p = confine(rel)?;
-        let file = match self.dir.open_with(&p, &nofollow_read()) {
-            Ok(f) => regular(f, &self.display_path(&p))?,
+        let file = match self.open_beneath(&p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()) {
+            Ok(f) => regular_fd(f, &self.display_path(&p))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
-            Err(e) => return Err(self.err("probe lock", &p, e)),
+            Err(e) => return Err(self.open_error("probe lock", &p, e)),
         };
         lock::probe(&file).map_err(|e| self.err("probe lock", &p, e))
     }
@@ -455,48 +532,64 @@ impl WritableRoot {
 
     /// Creates `rel` and its missing parents as directories.
     pub fn create_dir_all(&self, rel: &Path) -> Result<()> {
-        let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
-        if p.as_os_str().is_empty() {
-            return Ok(());
-        }
-        if self.dir.is_dir(&p) {
-            return Ok(());
-        }
-        fault::mutation("create directory", &p, || self.dir.create_dir_all(&p))
-            .map_err(|e| self.err("create directory", &p, e))
+        self.dir_all(&confine(rel)?).map(drop)
     }
 
-    /// Refuses a path that passes through a symlink: `cap-std` keeps resolution beneath the
-    /// root but would follow a link that stays inside it, and the doctor never writes through
-    /// a symlink (store-format.md). Checked before every mutation.
-    fn check_no_symlink_ancestors(&self, p: &Path) -> Result<()> {
-        let mut prefix = PathBuf::new();
-        let parts: Vec<_> = p.components().collect();
-        for part in parts.iter().take(parts.len().saturating_sub(1)) {
-            prefix.push(part);
-            match self.dir.symlink_metadata(&prefix) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(Error::SymlinkInPath {
-                        path: self.display_path(&prefix),
-                    })
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(self.err("inspect", &prefix, e)),
-            }
-        }
-        Ok(())
-    }
-
-    fn sync_dir(&self, p: &Path) -> Result<()> {
-        let mut opts = OpenOptions::new();
-        opts.read(true).maybe_dir(true).follow(FollowSymlinks::No);
-        let d = self
+    /// The directory `p`, created with its missing parents: one component at a time from the
+    /// root's handle, each opened without following a link (a symlink on the way is refused,
+    /// even one that stays inside the root), each creation one counted mutation.
+    fn dir_all(&self, p: &Path) -> Result<Dir> {
+        let mut dir = self
             .dir
-            .open_with(as_arg(p), &opts)
-            .map_err(|e| self.err("open directory", p, e))?;
-        d.sync_all().map_err(|e| self.err("sync directory", p, e))
+            .try_clone()
+            .map_err(|e| self.err("open directory", Path::new(""), e))?;
+        let mut at = PathBuf::new();
+        for part in p.components() {
+            at.push(part);
+            let name = part.as_os_str();
+            let opened = match dir.open_dir_nofollow(name) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match fault::mutation("create directory", &at, || dir.create_dir(name)) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        // Named as asked: the directory the caller needed.
+                        Err(e) => return Err(self.err("create directory", p, e)),
+                    }
+                    dir.open_dir_nofollow(name)
+                }
+                r => r,
+            };
+            dir = match opened {
+                Ok(d) => d,
+                Err(e) => {
+                    let is_link = dir
+                        .symlink_metadata(name)
+                        .is_ok_and(|m| m.file_type().is_symlink());
+                    return Err(if is_link {
+                        Error::SymlinkInPath {
+                            path: self.display_path(&at),
+                        }
+                    } else {
+                        self.err("open directory", &at, e)
+                    });
+                }
+            };
+        }
+        Ok(dir)
+    }
+
+    /// fsyncs the held directory `dir` (at `p`): one counted mutation.
+    fn sync_dir(&self, dir: &Dir, p: &Path) -> Result<()> {
+        // The handle may be an `O_PATH` one, which cannot be synced: `.` is opened from it.
+        let fd = rustix::fs::openat(
+            dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| self.err("open directory", p, e.into()))?;
+        fault::mutation("sync directory", p, || rustix::fs::fsync(&fd))
+            .map_err(|e| self.err("sync directory", p, e.into()))
     }
 
     /// The one atomic write: a temporary file in the same directory, written and fsynced,
@@ -542,8 +635,8 @@ impl WritableRoot {
     ) -> Result<()> {
         let p = confine(rel)?;
         let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
-        self.create_dir_all(&parent)?;
-        let (dir, name) = self.parent_handle(&p)?;
+        let name = p.file_name().ok_or_else(|| Error::escape(rel))?.to_owned();
+        let dir = self.dir_all(&parent)?;
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let mut tmp_name = OsString::from(".");
         tmp_name.push(&name);
@@ -559,13 +652,17 @@ impl WritableRoot {
                 .map_err(|e| self.err("create", &tmp, e))?;
             if let Some(mode) = exact {
                 // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
-                f.set_permissions(cap_std::fs::Permissions::from_std(
-                    std::os::unix::fs::PermissionsExt::from_mode(mode),
-                ))
+                fault::mutation("set permissions of", &tmp, || {
+                    f.set_permissions(cap_std::fs::Permissions::from_std(
+                        std::os::unix::fs::PermissionsExt::from_mode(mode),
+                    ))
+                })
                 .map_err(|e| self.err("set permissions of", &tmp, e))?;
             }
-            f.write_all(bytes).map_err(|e| self.err("write", &tmp, e))?;
-            f.sync_all().map_err(|e| self.err("sync", &tmp, e))?;
+            fault::mutation("write", &tmp, || f.write_all(bytes))
+                .map_err(|e| self.err("write", &tmp, e))?;
+            fault::mutation("sync", &tmp, || f.sync_all())
+                .map_err(|e| self.err("sync", &tmp, e))?;
             drop(f);
             if replace {
                 return fault::mutation("rename into place", &p, || {
@@ -600,8 +697,7 @@ impl WritableRoot {
             let _ = dir.remove_file(&tmp_name);
             return result;
         }
-        drop(dir);
-        self.sync_dir(&parent)
+        self.sync_dir(&dir, &parent)
     }
 
     /// Appends `bytes` to `rel` (created with mode 0644 if missing) and fsyncs it. Used for the
@@ -611,18 +707,16 @@ impl WritableRoot {
     /// the root.
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
-        let parent = p.parent().unwrap_or(Path::new("")).to_path_buf();
-        self.create_dir_all(&parent)?;
+        let name = p.file_name().ok_or_else(|| Error::escape(rel))?;
+        let dir = self.dir_all(p.parent().unwrap_or(Path::new("")))?;
         let mut opts = OpenOptions::new();
         opts.append(true)
             .create(true)
             .follow(FollowSymlinks::No)
             .custom_flags(O_NONBLOCK)
             .mode(0o644);
-        let f = self
-            .dir
-            .open_with(&p, &opts)
+        let f = dir
+            .open_with(name, &opts)
             .map_err(|e| self.err("append", &p, e))?;
         let meta = f.metadata().map_err(|e| self.err("append", &p, e))?;
         if !meta.is_file() {
@@ -636,7 +730,7 @@ impl WritableRoot {
         let mut f = f.into_std();
         fault::mutation("append", &p, || f.write_all(bytes))
             .map_err(|e| self.err("append", &p, e))?;
-        f.sync_all().map_err(|e| self.err("sync", &p, e))
+        fault::mutation("sync", &p, || f.sync_all()).map_err(|e| self.err("sync", &p, e))
     }
 
     /// The one move seam: renames `from` to `to` (both beneath the root). Refuses when `to`
@@ -646,23 +740,23 @@ impl WritableRoot {
     pub fn move_item(&self, from: &Path, to: &Path) -> Result<()> {
         let f = confine(from)?;
         let t = confine(to)?;
+        let to_name = t.file_name().ok_or_else(|| Error::escape(to))?;
+        let to_parent = t.parent().unwrap_or(Path::new(""));
+        // Both parents are held directory handles, opened with no symlink followed, and the
+        // rename names one entry in each: nothing on the way is resolved again.
+        let (from_dir, from_name) = self.parent_handle(&f)?;
+        let to_dir = self.dir_all(to_parent)?;
         // Early and clear; `RENAME_NOREPLACE` below is the guard (and, where a filesystem
         // lacks it, this check is).
-        if self.stat(&t)?.is_some() {
-            return Err(Error::occupied(&self.display_path(&t)));
+        match to_dir.symlink_metadata(to_name) {
+            Ok(_) => return Err(Error::occupied(&self.display_path(&t))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.err("inspect", &t, e)),
         }
-        let to_parent = t.parent().unwrap_or(Path::new("")).to_path_buf();
-        self.create_dir_all(&to_parent)?;
-        // Both parents are opened beneath the root (cap-std) and the rename names one component
-        // in each: nothing on the way is resolved by the kernel outside the root.
-        // `RENAME_NOREPLACE`: something created at `to` since the check above is never
-        // replaced; the move fails instead.
-        let (from_dir, from_name) = self.parent_handle(&f)?;
-        let (to_dir, to_name) = self.parent_handle(&t)?;
         fault::mutation("move", &f, || {
-            rename_noreplace(&from_dir, &from_name, &to_dir, &to_name, || {
+            rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
                 // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
-                from_dir.rename(&from_name, &to_dir, &to_name)
+                from_dir.rename(&from_name, &to_dir, to_name)
             })
         })
         .map_err(|e| {
@@ -672,9 +766,9 @@ impl WritableRoot {
                 self.err("move", &f, e)
             }
         })?;
-        drop((from_dir, to_dir));
-        self.sync_dir(&to_parent)?;
-        self.sync_dir(f.parent().unwrap_or(Path::new("")))
+        // The rename is done: a failed fsync after it is reported, but the item has moved.
+        self.sync_dir(&to_dir, to_parent)?;
+        self.sync_dir(&from_dir, f.parent().unwrap_or(Path::new("")))
     }
 
     /// Copies the regular file `from` to the new file `to` (which must not exist), fsyncing the
@@ -795,8 +889,8 @@ impl WritableRoot {
     /// not empty.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
-        match fault::mutation("remove directory", &p, || self.dir.remove_dir(&p)) {
+        let (parent, name) = self.parent_handle(&p)?;
+        match fault::mutation("remove directory", &p, || parent.remove_dir(&name)) {
             Ok(()) => Ok(true),
             Err(e)
                 if e.raw_os_error() == Some(39)
@@ -812,21 +906,18 @@ impl WritableRoot {
     /// is set. `Ok(None)`: it does not exist (only when not asked to create it).
     pub fn open_lock_file(&self, rel: &Path, create: bool, mode: u32) -> Result<Option<LockFile>> {
         let p = confine(rel)?;
-        self.check_no_symlink_ancestors(&p)?;
-        let mut opts = OpenOptions::new();
-        opts.read(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(O_NONBLOCK);
-        if create {
-            opts.write(true).create(true).mode(mode);
-        }
-        match self.dir.open_with(&p, &opts) {
+        let flags = if create {
+            OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK
+        } else {
+            OFlags::RDONLY | OFlags::NONBLOCK
+        };
+        match self.open_beneath(&p, flags, Mode::from_bits_truncate(mode)) {
             Ok(f) => Ok(Some(LockFile {
-                file: regular(f, &self.display_path(&p))?,
+                file: regular_fd(f, &self.display_path(&p))?,
                 path: self.display_path(&p),
             })),
             Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.err("lock", &p, e)),
+            Err(e) => Err(self.open_error("lock", &p, e)),
         }
     }
 

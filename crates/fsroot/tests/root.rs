@@ -21,8 +21,10 @@ fn refuses_paths_that_leave_the_root() {
             "the error names the path: {err}"
         );
     }
+    // Refused at the symlink on the way, which the error names.
     let err = root.read(Path::new("out/secret")).unwrap_err();
-    assert!(err.to_string().contains("out/secret"), "{err}");
+    assert!(matches!(err, Error::SymlinkInPath { .. }), "{err}");
+    assert!(err.to_string().contains("/out:"), "{err}");
     assert!(
         root.read(Path::new("link")).is_err(),
         "a symlink is never followed on read"
