@@ -1965,11 +1965,22 @@ fn c49_a_late_failure_keeps_the_report() {
 /// Runs the doctor binary with `args`, pausing before the first mutation described by
 /// `pause`; `during` runs inside the window. Returns the exit code, stdout and stderr.
 fn paused(args: &[&str], pause: &str, during: impl FnOnce()) -> (Option<i32>, String, String) {
+    paused_steps(args, &[pause], vec![Box::new(during)])
+}
+
+/// [`paused`] with several windows: one pause before the first mutation matching each of
+/// `pauses`, and `during[i]` runs inside the i-th window met.
+fn paused_steps<'a>(
+    args: &[&str],
+    pauses: &[&str],
+    during: Vec<Box<dyn FnOnce() + 'a>>,
+) -> (Option<i32>, String, String) {
     use std::io::{BufRead, BufReader, Write};
+    let pause = pauses.join("|");
     let mut child = Command::new(env!("CARGO_BIN_EXE_doctor"))
         .args(args)
         .env("DOCTOR_NOW", NOW)
-        .env("DOCTOR_PAUSE_BEFORE", pause)
+        .env("DOCTOR_PAUSE_BEFORE", &pause)
         .env_remove("DOCTOR_FAULT_AT")
         .env_remove("DOCTOR_LOG")
         .env_remove("RUST_LOG")
@@ -1986,19 +1997,22 @@ fn paused(args: &[&str], pause: &str, during: impl FnOnce()) -> (Option<i32>, St
     });
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut stderr = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            panic!("the doctor ended without pausing before {pause:?}: {stderr}");
-        }
-        stderr.push_str(&line);
-        if line.contains("fault point: paused") {
-            break;
-        }
-    }
-    during();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"\n").unwrap();
+    for during in during {
+        loop {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 {
+                panic!("the doctor ended without pausing before {pause:?}: {stderr}");
+            }
+            stderr.push_str(&line);
+            if line.contains("fault point: paused") {
+                break;
+            }
+        }
+        during();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
     drop(stdin);
     let _ = err.read_to_string(&mut stderr);
     let status = child.wait().unwrap();
@@ -2155,4 +2169,192 @@ fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() 
     assert_eq!(skip["outcome"], "skipped", "{skip}");
     assert_says(skip["why"].as_str().unwrap(), "in use");
     drop(holder);
+}
+
+/// A good document renamed over a torn one in the instant between R1's check and its move: the
+/// move takes the good document. It is verified where it landed, a second manifest line records
+/// what was moved, and it is put back at once; the action is skipped as changed since planned.
+/// The run still matches its manifest (purge accepts it) and the next run plans R1 no more.
+#[test]
+fn c54_a_good_document_renamed_in_during_a_set_aside_is_put_back() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let good = pretty(&stores::document("torn"));
+    let s = c.s.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        "move torn.json",
+        || {
+            std::fs::write(c.s.join("incoming.json"), &good).unwrap();
+            std::fs::rename(c.s.join("incoming.json"), c.s.join("torn.json")).unwrap();
+        },
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let o = outcome_in(&report, "torn.json");
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_says(
+        o["why"].as_str().unwrap(),
+        "replaced between the check and the move",
+    );
+    assert_eq!(
+        std::fs::read(c.s.join("torn.json")).unwrap(),
+        good,
+        "put back"
+    );
+    let run = report["run"].as_str().unwrap();
+    let manifest =
+        std::fs::read_to_string(c.s.join(format!(".set-aside/{run}/MANIFEST.jsonl"))).unwrap();
+    let lines: Vec<Value> = manifest
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{manifest}");
+    assert_eq!(lines[1]["sha256"], common::sha256_hex(&good), "{manifest}");
+    assert_says(
+        lines[1]["reason"].as_str().unwrap(),
+        "records what was moved",
+    );
+    let purge = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args([
+            "--purge-set-aside",
+            "--older-than",
+            "0s",
+            "--dry-run",
+            "--json",
+        ])
+        .args(["--sessions-dir", &s])
+        .env("DOCTOR_NOW", "2099-01-01T00:00:00Z")
+        .output()
+        .unwrap();
+    let purge: Value = serde_json::from_slice(&purge.stdout).unwrap();
+    assert_eq!(
+        purge["skipped"],
+        json!([]),
+        "the run matches its manifest: {purge:#}"
+    );
+    let again = lib(&c.s, true).unwrap();
+    assert!(
+        again.plan.actions.iter().all(|a| a.path != "torn.json"),
+        "{:?}",
+        again.plan.actions
+    );
+}
+
+/// The same swap, and then a file created at `torn.json` before the good document could go
+/// back: it stays in the run, under a manifest line that records what was moved, so a restore
+/// of that item is verified against the right digest (and refused only because the path is
+/// occupied).
+#[test]
+fn c55_a_replaced_item_that_cannot_go_back_is_recorded_as_moved() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let good = pretty(&stores::document("torn"));
+    let s = c.s.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = paused_steps(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        &["move torn.json", "move .set-aside/"],
+        vec![
+            Box::new(|| {
+                std::fs::write(c.s.join("incoming.json"), &good).unwrap();
+                std::fs::rename(c.s.join("incoming.json"), c.s.join("torn.json")).unwrap();
+            }),
+            Box::new(|| std::fs::write(c.s.join("torn.json"), b"theirs\n").unwrap()),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let o = outcome_in(&report, "torn.json");
+    assert_eq!(o["outcome"], "applied", "{o}");
+    let run = report["run"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read(c.s.join("torn.json")).unwrap(), b"theirs\n");
+    assert_eq!(
+        std::fs::read(c.s.join(format!(".set-aside/{run}/torn.json"))).unwrap(),
+        good
+    );
+    let receipts = std::fs::read_to_string(c.s.join(".reconcile/receipts.jsonl")).unwrap();
+    assert_says(&receipts, "could not be put back");
+    std::fs::remove_file(c.s.join("torn.json")).unwrap();
+    let restore = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--restore", &run, "--json", "--sessions-dir", &s])
+        .env("DOCTOR_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(restore.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(c.s.join("torn.json")).unwrap(),
+        good,
+        "restored"
+    );
+}
+
+/// As user 65534: a session's own document that exists but cannot be read may bind its store.
+/// The planner keeps the store (R2 skips it, saying why); and when the document appears
+/// between planning and applying, the executor's re-check right before the move cannot read it
+/// either and skips the move: in doubt, the store stays.
+#[test]
+fn c56_a_store_whose_document_cannot_be_read_is_kept() {
+    if !setpriv_works() {
+        println!("SKIPPED c56: needs root, setpriv, and a doctor binary user 65534 may run");
+        return;
+    }
+    let c = Case::new();
+    chmod(c.tmp.path(), 0o755);
+    if !nobody_can_reach(c.tmp.path()) {
+        println!("SKIPPED c56: user 65534 cannot reach the temporary directory");
+        return;
+    }
+    empty_store(&c.s, "e/runtime");
+    give_to_nobody(&c.s);
+    let as_nobody = |args: &[&str]| {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_doctor"))
+            .args(args)
+            .args(if args.contains(&"--apply-plan") {
+                vec![]
+            } else {
+                vec![OsStr::new("--sessions-dir"), c.s.as_os_str()]
+            })
+            .env("DOCTOR_NOW", NOW)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        v
+    };
+    let plans = c.tmp.path().join("plans");
+    std::fs::create_dir(&plans).unwrap();
+    give_to_nobody(&plans);
+    let plan_file = plans.join("plan.json");
+    let planned = as_nobody(&[
+        "--repair-sessions",
+        "--dry-run",
+        "--json",
+        "--plan-out",
+        plan_file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        planned["plan"]["actions"][0]["path"], "e/runtime",
+        "{planned:#}"
+    );
+    // The app saves e.json, binding the store, readable by its owner only.
+    let doc = c.s.join("e.json");
+    std::fs::write(&doc, pretty(&bound_document(&c.s, "e", "e/runtime"))).unwrap();
+    chmod(&doc, 0o600);
+    let applied = as_nobody(&["--apply-plan", plan_file.to_str().unwrap(), "--json"]);
+    let o = outcome_in(&applied, "e/runtime");
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_says(o["why"].as_str().unwrap(), "cannot read e.json");
+    assert!(c.s.join("e/runtime/state.json").exists(), "the store stays");
+    let again = as_nobody(&["--repair-sessions", "--dry-run", "--json"]);
+    assert_eq!(again["plan"]["actions"], json!([]), "{again:#}");
+    let skipped = again["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|k| k["path"] == "e/runtime" && k["why"].as_str().unwrap().contains("may bind")),
+        "{again:#}"
+    );
 }

@@ -48,15 +48,52 @@ impl Act<'_> {
         .map_err(fail)
     }
 
-    /// Moves a document or an artifact directory aside: manifest line first, then the rename.
+    /// Moves a document or an artifact directory aside: manifest line first, then the rename,
+    /// then the moved item is verified where it is now. An item replaced between the check and
+    /// the rename (a good document renamed over a torn one) is not what the line promises: a
+    /// second line records what was actually moved (the last line for a `moved_to` is the one
+    /// that counts), then it goes back to its path if nothing took that path meanwhile, and the
+    /// action is the skip the planner would have made.
     pub fn set_aside(&self) -> Result<Extra, Refusal> {
+        let path = Path::new(&self.action.path);
         let moved_to = self.mirrored(&self.action.path);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
         self.root
-            .move_item(Path::new(&self.action.path), Path::new(&moved_to))
+            .move_item(path, Path::new(&moved_to))
             .map_err(fail)?;
-        Ok(Extra::from_iter([("moved_to".to_owned(), moved_to.into())]))
+        let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.clone().into())]);
+        let moved = match crate::item_digest(self.root, &moved_to) {
+            Ok(Some(d)) if d == self.action.precondition => return Ok(extra),
+            Ok(Some(d)) => d,
+            // Moved, but it cannot be looked at: it stays where the line says.
+            Ok(None) | Err(_) => return Ok(extra),
+        };
+        let mut corrected = line.with_digest(&moved);
+        corrected.reason = format!(
+            "{}; corrected: the item moved is not the one checked (it was replaced between \
+             the check and the move), this line records what was moved",
+            line.reason
+        );
+        self.write_manifest(&corrected)?;
+        match self.root.move_item(Path::new(&moved_to), path) {
+            Ok(()) => Err(Refusal::Skip(
+                "changed since planned: it was replaced between the check and the move, and \
+                 was put back"
+                    .into(),
+            )),
+            Err(e) => {
+                extra.insert(
+                    "not_as_planned".into(),
+                    format!(
+                        "the item moved was replaced between the check and the move; the \
+                         manifest records what was moved; it could not be put back: {e}"
+                    )
+                    .into(),
+                );
+                Ok(extra)
+            }
+        }
     }
 
     /// The store-move protocol (invariants.md): the caller holds the owner lock; every entry is
@@ -465,8 +502,19 @@ impl Act<'_> {
         let anchors = [self.root.anchor(), self.root.canonical_anchor()];
         // The session's document and its crash checkpoint, which binds as a document does.
         for doc in [format!("{dir}.json"), format!("checkpoints/{dir}.json")] {
-            let Ok(bytes) = self.root.read(Path::new(&doc)) else {
-                continue;
+            // Only what cannot be a document is passed over (nothing there, not a regular
+            // file); a document that cannot be read now may bind the store: in doubt, it stays.
+            let bytes = match self.root.read(Path::new(&doc)) {
+                Ok(b) => b,
+                Err(e) if e.is_not_found() || matches!(e, fsroot::Error::NotAFile { .. }) => {
+                    continue
+                }
+                Err(e) if e.is_symlink() => continue,
+                Err(e) => {
+                    return Err(Refusal::Skip(format!(
+                        "cannot read {doc} to check that it does not bind the store: {e}"
+                    )))
+                }
             };
             let binds = store::judge_document(dir, &bytes)
                 .data_dir()

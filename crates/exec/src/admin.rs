@@ -308,9 +308,18 @@ pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
             ),
         })?;
     let mut manifest = Manifest::default();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for line in lines {
         match item_of(root, run, line) {
-            Ok(item) => manifest.items.push(item),
+            // A later line for the same `moved_to` corrects an earlier one (a move that moved
+            // something other than what was checked records what it moved): the last counts.
+            Ok(item) => match at.get(&item.moved_to) {
+                Some(&i) => manifest.items[i] = item,
+                None => {
+                    at.insert(item.moved_to.clone(), manifest.items.len());
+                    manifest.items.push(item);
+                }
+            },
             Err(refused) => manifest.refused.push(refused),
         }
     }

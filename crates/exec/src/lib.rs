@@ -321,6 +321,29 @@ pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal>
     }
 }
 
+/// The digest of the item at `rel` in the form its kind has: a regular file's size and
+/// SHA-256, a directory's tree digest. `Ok(None)`: nothing, or something that is neither.
+pub(crate) fn item_digest(root: &fsroot::Root, rel: &str) -> fsroot::Result<Option<Precondition>> {
+    let path = Path::new(rel);
+    Ok(match root.stat(path)?.map(|s| s.kind) {
+        Some(fsroot::EntryKind::File) => {
+            let d = root.file_digest(path)?;
+            Some(Precondition::File {
+                bytes: d.bytes,
+                sha256: d.sha256,
+            })
+        }
+        Some(fsroot::EntryKind::Dir) => {
+            let d = root.tree_digest(path)?;
+            Some(Precondition::Tree {
+                bytes: d.bytes,
+                tree_blake3: d.tree_blake3,
+            })
+        }
+        _ => None,
+    })
+}
+
 fn check_precondition(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
     // A restore checks the item where it is now; every other action checks its path.
     let path = Path::new(action.from.as_deref().unwrap_or(&action.path));

@@ -58,6 +58,31 @@ impl ManifestLine {
             at: at.to_string(),
         }
     }
+
+    /// This line with the digest (and the kind that goes with it) of `found`: what a move
+    /// actually moved.
+    pub(crate) fn with_digest(&self, found: &Precondition) -> Self {
+        let mut line = self.clone();
+        match found {
+            Precondition::File { bytes, sha256 } => {
+                line.sha256 = Some(sha256.clone());
+                line.tree_blake3 = None;
+                line.bytes = *bytes;
+                if line.kind == ItemKind::Directory {
+                    line.kind = ItemKind::Document;
+                }
+            }
+            Precondition::Tree { bytes, tree_blake3 } => {
+                line.sha256 = None;
+                line.tree_blake3 = Some(tree_blake3.clone());
+                line.bytes = *bytes;
+                if line.kind == ItemKind::Document {
+                    line.kind = ItemKind::Directory;
+                }
+            }
+        }
+        line
+    }
 }
 
 /// A line of `S/.reconcile/receipts.jsonl`: one per action applied, skipped or failed.

@@ -88,6 +88,18 @@ impl Error {
         matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
     }
 
+    /// Whether a symlink was met where none is followed: in place of the path (`ELOOP`) or on
+    /// the way to it.
+    pub fn is_symlink(&self) -> bool {
+        match self {
+            Error::SymlinkInPath { .. } => true,
+            Error::Io { source, .. } => {
+                source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+            }
+            _ => false,
+        }
+    }
+
     /// The underlying OS error, if any.
     pub fn io_error(&self) -> Option<&io::Error> {
         match self {

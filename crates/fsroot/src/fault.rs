@@ -2,9 +2,10 @@
 //! `DOCTOR_FAULT_AT=N` stops the process just before its Nth filesystem mutation,
 //! `DOCTOR_FAULT_AT=N:after` just after it. Stopped means: a line on stderr, then waiting to be
 //! killed (the test sends SIGKILL), so no destructor, flush or unlock of ours runs after it.
-//! `DOCTOR_PAUSE_BEFORE=TEXT` pauses before the first mutation whose description
-//! (`<what> <path>`) contains TEXT: a line on stderr, then it waits for one line on standard
-//! input and goes on. A race test changes the store inside that window, deterministically.
+//! `DOCTOR_FAULT_AT=N:pause` pauses just before the Nth mutation, and
+//! `DOCTOR_PAUSE_BEFORE=TEXT` before the first mutation whose description (`<what> <path>`)
+//! contains TEXT (`A|B`: once before the first match of each): a line on stderr, then it waits for one line on standard input and goes on.
+//! A race test changes the store inside that window, deterministically.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,25 +13,40 @@ use std::sync::OnceLock;
 
 static MUTATIONS: AtomicU64 = AtomicU64::new(0);
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum When {
+    Before,
+    After,
+    Pause,
+}
+
 #[derive(Clone, Copy)]
 struct FaultAt {
     n: u64,
-    after: bool,
+    when: When,
 }
 
 fn fault_at() -> Option<FaultAt> {
     static AT: OnceLock<Option<FaultAt>> = OnceLock::new();
     *AT.get_or_init(|| {
         let v = std::env::var("DOCTOR_FAULT_AT").ok()?;
-        let (n, after) = match v.strip_suffix(":after") {
-            Some(n) => (n, true),
-            None => (v.as_str(), false),
+        let (n, when) = match v.split_once(':') {
+            Some((n, "after")) => (n, When::After),
+            Some((n, "pause")) => (n, When::Pause),
+            Some(_) => return None,
+            None => (v.as_str(), When::Before),
         };
         Some(FaultAt {
             n: n.parse().ok()?,
-            after,
+            when,
         })
     })
+}
+
+fn pause(n: u64, described: &str) {
+    eprintln!("doctor: fault point: paused before mutation {n} ({described})");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
 }
 
 fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
@@ -53,40 +69,45 @@ fn pause_before() -> Option<&'static str> {
     .as_deref()
 }
 
-/// Pauses once, before the first mutation that matches `DOCTOR_PAUSE_BEFORE`.
+/// Pauses before the first mutation that matches `DOCTOR_PAUSE_BEFORE`; with several texts
+/// separated by `|`, once before the first match of each, in the order they are met.
 fn maybe_pause(n: u64, what: &str, path: &Path) {
-    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let Some(text) = pause_before() else {
+    static DONE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    let Some(texts) = pause_before() else {
         return;
     };
     let described = format!("{what} {}", path.display());
-    if !described.contains(text) || DONE.swap(true, Ordering::SeqCst) {
+    let Some(i) = texts
+        .split('|')
+        .enumerate()
+        .find(|(_, t)| !t.is_empty() && described.contains(t))
+        .map(|(i, _)| i)
+    else {
         return;
+    };
+    {
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        if done.contains(&i) {
+            return;
+        }
+        done.push(i);
     }
-    eprintln!("doctor: fault point: paused before mutation {n} ({described})");
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
+    pause(n, &described);
 }
 
 /// Runs one mutation, counted, with the fault hooks around it.
 pub(crate) fn mutation<T>(what: &str, path: &Path, f: impl FnOnce() -> T) -> T {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;
     maybe_pause(n, what, path);
-    let at = fault_at();
-    if let Some(FaultAt {
-        n: at,
-        after: false,
-    }) = at
-    {
-        if at == n {
-            stop(n, "before", what, path);
-        }
+    let at = fault_at().filter(|at| at.n == n);
+    match at.map(|at| at.when) {
+        Some(When::Before) => stop(n, "before", what, path),
+        Some(When::Pause) => pause(n, &format!("{what} {}", path.display())),
+        _ => {}
     }
     let out = f();
-    if let Some(FaultAt { n: at, after: true }) = at {
-        if at == n {
-            stop(n, "after", what, path);
-        }
+    if at.is_some_and(|at| at.when == When::After) {
+        stop(n, "after", what, path);
     }
     out
 }

@@ -29,7 +29,10 @@ use plan::{ActionKind, ItemKind, Skipped};
 /// - a store whose owner lock another process holds, or in a live session's directory, even
 ///   when empty (counted in `stores_in_use` when no document binds it, as the app counts);
 /// - a store any checkpoint binds, and a store pinned by an automation (an `*.json` under
-///   `$CODEWHALE_HOME/automations` that contains its `execution_scope`), which holds work.
+///   `$CODEWHALE_HOME/automations` that contains its `execution_scope`), which holds work;
+/// - a store whose session's own document (`S/<id>.json`) exists but cannot be read
+///   (permission denied, an I/O error): it may bind the store, so the store is kept and the
+///   skip says why. The executor's re-check right before the move judges the same way.
 ///
 /// ## Empty session directories
 ///
@@ -60,6 +63,14 @@ impl Rule for UnboundEmptyStore {
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
+        // Documents that exist but could not be read: what they bind is unknown.
+        let inaccessible: std::collections::BTreeSet<&str> = cx
+            .inventory
+            .documents
+            .iter()
+            .filter(|d| matches!(d.state, store::DocState::Inaccessible))
+            .map(|d| d.id.as_str())
+            .collect();
         for dir in &cx.inventory.session_dirs {
             for store in &dir.stores {
                 if store.held || cx.is_live_path(&store.path) {
@@ -75,6 +86,16 @@ impl Rule for UnboundEmptyStore {
                     continue;
                 }
                 if cx.refs.is_bound(&store.path) {
+                    continue;
+                }
+                // The session's own document, the usual binder, cannot be read: it may bind
+                // the store. In doubt, the store stays (the executor judges the same way).
+                if inaccessible.contains(dir.id.as_str()) {
+                    out.skipped.push(Skipped {
+                        path: store.path.clone(),
+                        rule: self.code().into(),
+                        why: format!("{}.json cannot be read and may bind it: kept", dir.id),
+                    });
                     continue;
                 }
                 if store.holds_work {
