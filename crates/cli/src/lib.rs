@@ -290,21 +290,25 @@ fn run_admin(
     if opts.dry_run {
         let root = Root::open(dir).map_err(|e| open_error(dir, e))?;
         let planned = plan(&root)?;
-        return Ok(AdminReport::new(command, absolute(dir), run, planned, None));
+        let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+        let mut report = AdminReport::new(command, absolute(dir), run, planned, None);
+        report.interrupted_writes = temps;
+        return Ok(report);
     }
     let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
         return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
     let planned = plan(&root)?;
+    // A restore killed while it wrote a record left that write's temporary file: removed first,
+    // receipted, as a repair removes them.
+    let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+    let (removed, errors) = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
-    Ok(AdminReport::new(
-        command,
-        absolute(dir),
-        run,
-        planned,
-        Some(applied),
-    ))
+    let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
+    report.interrupted_writes = removed;
+    report.summary.errors.extend(errors);
+    Ok(report)
 }
 
 /// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the

@@ -328,6 +328,9 @@ pub struct AdminReport {
     pub skipped: Vec<Skipped>,
     /// Counts (planned for a dry run, done for a real run).
     pub summary: AdminSummary,
+    /// Temporary files that interrupted doctor writes left at paths this restore writes, which
+    /// it removes first (dry run: would remove). Always empty for a purge.
+    pub interrupted_writes: Vec<String>,
 }
 
 impl AdminReport {
@@ -379,6 +382,7 @@ impl AdminReport {
             outcomes,
             skipped: planned.skipped,
             summary,
+            interrupted_writes: Vec::new(),
         }
     }
 
@@ -390,6 +394,17 @@ impl AdminReport {
             &self.outcomes,
             self.dry_run,
         ));
+        for t in &self.interrupted_writes {
+            let verb = if self.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
+            let _ = writeln!(
+                s,
+                "{verb} {t}  (temporary file of an interrupted doctor write)"
+            );
+        }
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }

@@ -261,3 +261,135 @@ fn every_kill_point_converges_and_loses_nothing() {
          runs left with a partial store move (purge needs --force): {partial_store_moves}"
     );
 }
+
+/// Every file of `before` is somewhere in the tree at `s` with the same bytes (at its path, or
+/// moved: a restore moves items back out of their run), except the doctor's own logs and
+/// summary, which grow or are rewritten by design.
+#[track_caller]
+fn assert_contents_kept(before: &Tree, s: &Path, point: &str) {
+    let after = tree(s);
+    let present: BTreeSet<String> = after
+        .values()
+        .filter_map(|n| match n {
+            Node::File(b) => Some(sha256_hex(b)),
+            _ => None,
+        })
+        .collect();
+    for (path, node) in before {
+        let Node::File(bytes) = node else { continue };
+        let name = path.to_string_lossy();
+        if (is_doctor_own(path) && name.ends_with(".jsonl")) || name.ends_with("last.json") {
+            continue;
+        }
+        assert!(
+            after.get(path) == Some(node) || present.contains(&sha256_hex(bytes)),
+            "{point}: {} was lost (its bytes are nowhere in the tree)",
+            path.display()
+        );
+    }
+}
+
+fn restore_killed_at(s: &Path, run: &str, spec: &str) -> bool {
+    let mut child = doctor(s)
+        .args(["--restore", run])
+        .env("DOCTOR_FAULT_AT", spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    for line in stderr.lines() {
+        if line.unwrap().contains("fault point: stopped") {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return true;
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "an unfaulted restore must succeed: {status}"
+    );
+    false
+}
+
+fn complete_restore(s: &Path, run: &str) -> serde_json::Value {
+    let out = doctor(s)
+        .args(["--restore", run, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "restore failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A restore (every kind of item: documents, an artifact directory, runtime stores by the
+/// store-move protocol, previous versions of rewritten thread records, and the documents the
+/// run's recoveries wrote) killed before and after each of its mutations: a complete rerun of
+/// the same restore gives back the same tree as an uninterrupted restore, and loses nothing.
+#[test]
+fn every_restore_kill_point_converges() {
+    let (_tmp, pristine) = demo_with_old_artifacts();
+    let work = tempfile::tempdir().unwrap();
+    let s = work.path().join("S");
+    fresh_copy(&pristine, &s);
+    complete_repair(&s);
+    let runs: Vec<_> = std::fs::read_dir(s.join(".set-aside"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0].clone();
+    let repaired_tmp = tempfile::tempdir().unwrap();
+    let repaired = repaired_tmp.path().join("S");
+    common::copy_tree(&s, &repaired);
+    common::copy_mtimes(&s, &repaired);
+    let before = tree(&repaired);
+
+    let report = complete_restore(&s, &run);
+    let want_user = user_tree(&s);
+    assert_eq!(
+        want_user,
+        user_tree(&pristine),
+        "an uninterrupted restore gives back the original tree: {report:#}"
+    );
+
+    let mut total = 0;
+    loop {
+        fresh_copy(&repaired, &s);
+        if !restore_killed_at(&s, &run, &(total + 1).to_string()) {
+            break;
+        }
+        total += 1;
+        assert!(total < 10_000, "the fault hook never stops firing");
+    }
+    assert!(
+        total >= 20,
+        "a restore of every kind of item: {total} mutations"
+    );
+    let mut points = 0;
+    for n in 1..=total {
+        for spec in [n.to_string(), format!("{n}:after")] {
+            fresh_copy(&repaired, &s);
+            assert!(restore_killed_at(&s, &run, &spec), "{spec} not reached");
+            assert_contents_kept(
+                &before,
+                &s,
+                &format!("right after the restore kill at {spec}"),
+            );
+            let report = complete_restore(&s, &run);
+            assert_contents_kept(&before, &s, &format!("after the rerun of {spec}"));
+            let differing = tree_difference(&user_tree(&s), &want_user);
+            assert!(
+                differing.is_empty(),
+                "restore killed at {spec}: the rerun does not give back the original tree; \
+                 differing paths: {differing:?}\n{report:#}"
+            );
+            points += 1;
+        }
+    }
+    println!("restore kill points run: {points}; mutations of one restore: {total}");
+}

@@ -405,13 +405,16 @@ impl Act<'_> {
                 .map_err(fail)?;
             return Ok(extra);
         }
-        if self.root.stat(path).map_err(fail)?.is_some() {
+        // A store found at its path is a restore cut short midway, which the precondition
+        // check established; anything else there is someone else's.
+        let store = self.action.kind == Some(ItemKind::RuntimeStore);
+        if !store && self.root.stat(path).map_err(fail)?.is_some() {
             return Err(Refusal::Skip(format!(
                 "original path is occupied: {}",
                 self.action.path
             )));
         }
-        if self.action.kind == Some(ItemKind::RuntimeStore) {
+        if store {
             let outcome =
                 crate::store_move::move_store(self.root, &from, &self.action.path, &mut |_| {})
                     .map_err(Refusal::Fail)?;

@@ -54,6 +54,39 @@ impl AdminPlan {
         self.plan.actions.push(action);
     }
 
+    /// Temporary files of interrupted doctor writes of the records this plan rewrites (a
+    /// thread record a restore gives its previous bytes back): `.<name>.doctor-tmp-<pid>-<n>`
+    /// next to each.
+    pub fn interrupted_writes(&self, root: &Root) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut by_dir: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        for a in &self.plan.actions {
+            if a.action == ActionKind::Restore && a.kind == Some(ItemKind::PreviousVersion) {
+                let (dir, name) = a.path.rsplit_once('/').unwrap_or(("", &a.path));
+                by_dir.entry(dir).or_default().insert(name);
+            }
+        }
+        for (dir, names) in by_dir {
+            let Ok(entries) = root.list(Path::new(dir)) else {
+                continue;
+            };
+            for e in entries {
+                let Some(name) = e.name.to_str() else {
+                    continue;
+                };
+                let ours = store::ids::doctor_temp_target(name).is_some_and(|t| names.contains(t));
+                if e.kind == EntryKind::File && ours {
+                    out.push(if dir.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{dir}/{name}")
+                    });
+                }
+            }
+        }
+        out
+    }
+
     fn skip(&mut self, path: &str, rule: &str, why: String) {
         self.skipped.push(Skipped {
             path: path.to_owned(),
@@ -547,6 +580,7 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
         if !(selected(&line.original) || selected(&line.original_as_written)) {
             continue;
         }
+        let mut continuing = false;
         let (kind, want) = match &line.promise {
             Some(want) => {
                 let want = want.clone();
@@ -564,6 +598,26 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
                             format!("missing from the set-aside run: {}", line.moved_to),
                         );
                         continue;
+                    }
+                    // A store restore cut short after its last entry moved, before the emptied
+                    // directory in the run went.
+                    Some(_) if at_original.as_ref() == Some(&want) => {
+                        out.skip(&line.original, &line.rule, "already in place".into());
+                        continue;
+                    }
+                    // A store restore cut short midway: the store is split between its path
+                    // and the run, and the two halves together are what the line promises.
+                    Some(_)
+                        if line.kind == Some(ItemKind::RuntimeStore)
+                            && crate::store_restore_cut_short(
+                                root,
+                                &line.original,
+                                &line.moved_to,
+                            )
+                            .as_ref()
+                                == Some(&want) =>
+                    {
+                        continuing = true;
                     }
                     Some(p) if p != want => {
                         out.skip(
@@ -585,6 +639,27 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
             // No digest (an app line for a store or a directory): it must be where the line
             // says, as the kind it says; the plan's precondition is what is there now.
             None => match on_disk(root, line) {
+                // A store restore cut short midway (see above); with no digest to compare, the
+                // store-move protocol's trace is the evidence: the lock file, which moves last,
+                // is still in the run, none is at the path, and no name is in both.
+                Ok(Some((ItemKind::RuntimeStore, _)))
+                    if root.stat(Path::new(&line.original))?.is_some() =>
+                {
+                    match crate::store_restore_cut_short(root, &line.original, &line.moved_to) {
+                        Some(merged) => {
+                            continuing = true;
+                            (ItemKind::RuntimeStore, merged)
+                        }
+                        None => {
+                            out.skip(
+                                &line.original,
+                                &line.rule,
+                                format!("original path is occupied: {}", line.original),
+                            );
+                            continue;
+                        }
+                    }
+                }
                 Ok(Some(found)) => found,
                 Ok(None) if restored.contains(&line.moved_to) => {
                     out.skip(&line.original, &line.rule, "already restored".into());
@@ -604,7 +679,10 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
                 }
             },
         };
-        if kind != ItemKind::PreviousVersion && root.stat(Path::new(&line.original))?.is_some() {
+        if kind != ItemKind::PreviousVersion
+            && !continuing
+            && root.stat(Path::new(&line.original))?.is_some()
+        {
             out.skip(
                 &line.original,
                 &line.rule,
@@ -684,6 +762,13 @@ fn verify_run(
         };
         match found(root, &line.moved_to, want) {
             Ok(Some(p)) if p == *want => {}
+            // A store restore cut short before the emptied directory in the run went: the
+            // store is whole at its path.
+            Ok(Some(Precondition::Tree { bytes: 0, .. }))
+                if root
+                    .list(Path::new(&line.moved_to))
+                    .is_ok_and(|l| l.is_empty())
+                    && found(root, &line.original, want).ok().flatten().as_ref() == Some(want) => {}
             Ok(Some(_)) => {
                 return Err(Mismatch(format!(
                     "{} does not match its manifest line",

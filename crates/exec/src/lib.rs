@@ -344,7 +344,55 @@ pub(crate) fn item_digest(root: &fsroot::Root, rel: &str) -> fsroot::Result<Opti
     })
 }
 
+/// When a restore of the store `original` from `moved_to` was cut short midway, the digest of
+/// the two halves together (the store as it was set aside); `None` when the state is anything
+/// else. The trace of the store-move protocol is required: `original` is a real directory
+/// without the owner lock file, `moved_to` one that still has it (the lock file moves last),
+/// and no name is in both. The planner and the executor judge by this one function.
+pub(crate) fn store_restore_cut_short(
+    root: &fsroot::Root,
+    original: &str,
+    moved_to: &str,
+) -> Option<Precondition> {
+    let is_dir = |p: &str| {
+        root.stat(Path::new(p))
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.kind == fsroot::EntryKind::Dir)
+    };
+    let has_lock = |p: &str| {
+        root.stat(Path::new(&format!("{p}/{OWNER_LOCK}")))
+            .ok()
+            .flatten()
+            .is_some()
+    };
+    if !(is_dir(original) && is_dir(moved_to)) || has_lock(original) || !has_lock(moved_to) {
+        return None;
+    }
+    let d = root
+        .merged_tree_digest(&[Path::new(original), Path::new(moved_to)])
+        .ok()?;
+    Some(Precondition::Tree {
+        bytes: d.bytes,
+        tree_blake3: d.tree_blake3,
+    })
+}
+
 fn check_precondition(root: &WritableRoot, action: &PlannedAction) -> Result<(), Refusal> {
+    // A store restore cut short midway: the two halves together are checked.
+    if action.action == ActionKind::Restore
+        && action.kind == Some(ItemKind::RuntimeStore)
+        && root.stat(Path::new(&action.path)).ok().flatten().is_some()
+    {
+        let from = action.from.as_deref().unwrap_or_default();
+        return match store_restore_cut_short(root, &action.path, from) {
+            Some(d) if d == action.precondition => Ok(()),
+            _ => Err(Refusal::Skip(format!(
+                "original path is occupied: {}",
+                action.path
+            ))),
+        };
+    }
     // A restore checks the item where it is now; every other action checks its path.
     let path = Path::new(action.from.as_deref().unwrap_or(&action.path));
     let holds = match &action.precondition {

@@ -64,6 +64,13 @@ pub(crate) fn file_digest(mut f: impl Read) -> io::Result<FileDigest> {
 /// to be the directory looked at, never crosses a mount, and keeps an explicit stack, so its
 /// cost is linear in the entries at any depth.
 pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
+    merged_tree_digest(root, &[top])
+}
+
+/// The digest [`tree_digest`] gives a directory whose entries are those of all `tops`
+/// together (their names must not overlap): what one tree split in two by an interrupted
+/// entry-by-entry move digested to before the split.
+pub(crate) fn merged_tree_digest(root: &Root, tops: &[&Path]) -> Result<TreeDigest> {
     let mut hasher = blake3::Hasher::new();
     let mut out = TreeDigest {
         bytes: 0,
@@ -72,21 +79,46 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
     };
     let io_err =
         |op: &'static str, at: &Path, e: io::Error| crate::Error::io(op, &root.display_path(at), e);
-    let top_dir = root.open_dir_checked(top)?;
-    let mount = crate::mount_of_dir(&top_dir).map_err(|e| io_err("inspect", top, e))?;
     struct Frame {
-        dir: cap_std::fs::Dir,
+        dirs: Vec<(cap_std::fs::Dir, PathBuf)>,
         rel: PathBuf,
-        names: Vec<std::ffi::OsString>,
+        names: Vec<(std::ffi::OsString, usize)>,
     }
-    let names = root.sorted_names(&top_dir, top)?;
+    let mut dirs = Vec::new();
+    let mut names = Vec::new();
+    let mut mount = None;
+    for (i, top) in tops.iter().enumerate() {
+        let dir = root.open_dir_checked(top)?;
+        let here = crate::mount_of_dir(&dir).map_err(|e| io_err("inspect", top, e))?;
+        if *mount.get_or_insert(here) != here {
+            return Err(io_err(
+                "digest",
+                top,
+                io::Error::other("it is on another mount than the rest of the tree"),
+            ));
+        }
+        names.extend(root.sorted_names(&dir, top)?.into_iter().map(|n| (n, i)));
+        dirs.push((dir, top.to_path_buf()));
+    }
+    let Some(mount) = mount else {
+        return Err(crate::Error::escape(Path::new("")));
+    };
+    // Popped from the back: entries go in name order.
+    names.sort_by(|a, b| b.0.cmp(&a.0));
+    if let Some(w) = names.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(io_err(
+            "digest",
+            &dirs[w[1].1].1.join(&w[1].0),
+            io::Error::other("the same name is in more than one part of the tree"),
+        ));
+    }
     let mut stack = vec![Frame {
-        dir: top_dir,
+        dirs,
         rel: PathBuf::new(),
         names,
     }];
     while let Some(frame) = stack.last_mut() {
-        let Some(name) = frame.names.pop() else {
+        let Some((name, i)) = frame.names.pop() else {
             stack.pop();
             if !stack.is_empty() {
                 // The end of a directory's entry comes after its children.
@@ -94,10 +126,10 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
             }
             continue;
         };
+        let (dir, at) = &frame.dirs[i];
         let child = frame.rel.join(&name);
-        let full = top.join(&child);
-        let meta = frame
-            .dir
+        let full = at.join(&name);
+        let meta = dir
             .symlink_metadata(&name)
             .map_err(|e| io_err("inspect", &full, e))?;
         let kind = crate::kind_of(meta.file_type());
@@ -114,8 +146,7 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
         hasher.update(b"\0");
         match kind {
             EntryKind::File => {
-                let f = frame
-                    .dir
+                let f = dir
                     .open_with(&name, &crate::nofollow_read())
                     .map_err(|e| io_err("hash", &full, e))?;
                 let d = file_digest(f).map_err(|e| io_err("hash", &full, e))?;
@@ -125,8 +156,7 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
                 hasher.update(d.sha256.as_bytes());
             }
             EntryKind::Dir => {
-                let here =
-                    crate::mount_of(&frame.dir, &name).map_err(|e| io_err("inspect", &full, e))?;
+                let here = crate::mount_of(dir, &name).map_err(|e| io_err("inspect", &full, e))?;
                 if here != mount {
                     return Err(io_err(
                         "digest",
@@ -134,10 +164,14 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
                         io::Error::other("it is a mount point, never crossed"),
                     ));
                 }
-                let sub = root.open_checked(&frame.dir, &name, &meta, &full)?;
-                let names = root.sorted_names(&sub, &full)?;
+                let sub = root.open_checked(dir, &name, &meta, &full)?;
+                let names = root
+                    .sorted_names(&sub, &full)?
+                    .into_iter()
+                    .map(|n| (n, 0))
+                    .collect();
                 stack.push(Frame {
-                    dir: sub,
+                    dirs: vec![(sub, full)],
                     rel: child,
                     names,
                 });
@@ -145,8 +179,7 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
                 continue;
             }
             EntryKind::Symlink => {
-                let target = frame
-                    .dir
+                let target = dir
                     .read_link_contents(&name)
                     .map_err(|e| io_err("read link", &full, e))?;
                 hasher.update(target.as_os_str().as_bytes());

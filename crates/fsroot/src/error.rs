@@ -83,9 +83,11 @@ impl Error {
         }
     }
 
-    /// Whether the error means "nothing is there".
+    /// Whether the error means "nothing is there": no such entry, or a component on the way
+    /// is not a directory (as [`crate::Root::stat`] judges it).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound
+            || source.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()))
     }
 
     /// Whether a symlink was met where none is followed: in place of the path (`ELOOP`) or on

@@ -499,6 +499,18 @@ impl Root {
         digest::tree_digest(self, &p)
     }
 
+    /// The digest [`Root::tree_digest`] gives one directory holding the entries of all `rels`
+    /// together; an error when two of them hold the same name. A tree an entry-by-entry move
+    /// split in two (a store move cut short) digests as it did whole.
+    pub fn merged_tree_digest(&self, rels: &[&Path]) -> Result<TreeDigest> {
+        let ps = rels
+            .iter()
+            .map(|r| confine(r))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Path> = ps.iter().map(PathBuf::as_path).collect();
+        digest::merged_tree_digest(self, &refs)
+    }
+
     /// Reads the target of a symlink (for listings only; it is never followed).
     pub fn read_link(&self, rel: &Path) -> Result<PathBuf> {
         let p = confine(rel)?;

@@ -192,3 +192,32 @@ fn remove_tree_walks_held_handles_at_any_depth() {
         "nothing left"
     );
 }
+
+/// A tree split in two by an entry-by-entry move digests, merged, as it did whole; names in
+/// both halves are refused.
+#[test]
+fn a_split_tree_digests_merged_as_it_did_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fsroot::WritableRoot::open(tmp.path()).unwrap();
+    for (p, b) in [
+        ("whole/a.json", &b"1"[..]),
+        ("whole/sub/b", b"22"),
+        ("whole/z", b"333"),
+    ] {
+        root.write_atomic(Path::new(p), b).unwrap();
+    }
+    let whole = root.tree_digest(Path::new("whole")).unwrap();
+    root.create_dir_all(Path::new("half")).unwrap();
+    root.move_item(Path::new("whole/sub"), Path::new("half/sub"))
+        .unwrap();
+    assert_ne!(root.tree_digest(Path::new("whole")).unwrap(), whole);
+    let merged = root
+        .merged_tree_digest(&[Path::new("whole"), Path::new("half")])
+        .unwrap();
+    assert_eq!(merged, whole);
+    root.write_atomic(Path::new("half/z"), b"333").unwrap();
+    let err = root
+        .merged_tree_digest(&[Path::new("whole"), Path::new("half")])
+        .unwrap_err();
+    assert!(err.to_string().contains("half/z"), "{err}");
+}
