@@ -838,3 +838,92 @@ fn a_live_child_process_spares_its_directory_through_the_binary() {
         "reclaimed once its process is gone"
     );
 }
+
+/// A leaked work directory with two package directories, and a sibling directory that is no Go
+/// work directory.
+fn leaked_with_sibling() -> (tempfile::TempDir, PathBuf, PathBuf, Tree) {
+    let (tmp, root, state) = leaked_root(1);
+    let dir = root.join("go-build3000");
+    std::fs::create_dir_all(dir.join("b002")).unwrap();
+    std::fs::write(dir.join("b002/_pkg_.a"), vec![b'b'; 500]).unwrap();
+    let other = root.join("other");
+    std::fs::create_dir_all(other.join("deep")).unwrap();
+    std::fs::write(other.join("notes.txt"), "not a work directory\n").unwrap();
+    std::fs::write(other.join("deep/data"), vec![b'd'; 300]).unwrap();
+    let old = SystemTime::now() - Duration::from_secs(3 * 3600);
+    set_mtime_recursive(&dir, old);
+    let before = tree(&other);
+    (tmp, root, state, before)
+}
+
+/// While the sweep deletes a leaked work directory, a package directory it has listed but not
+/// entered is swapped for a symlink to a sibling directory that is no work directory: the
+/// delete walks held handles and never follows the link; the sibling is untouched.
+#[test]
+fn a_sweep_never_follows_a_directory_swapped_for_a_symlink() {
+    let (_tmp, root, state, other_before) = leaked_with_sibling();
+    let dir = root.join("go-build3000");
+    let cmd = doctor(&["--root", root.to_str().unwrap()], &state);
+    let done = common::run_paused(
+        cmd,
+        vec![(
+            "delete go-build3000/b001/_pkg_.a",
+            Box::new(|| {
+                std::fs::rename(dir.join("b002"), root.join("b002.moved")).unwrap();
+                std::os::unix::fs::symlink("../other", dir.join("b002")).unwrap();
+            }),
+        )],
+    );
+    assert!(done.code.is_some(), "{}", done.stderr);
+    assert_eq!(
+        tree(&root.join("other")),
+        other_before,
+        "{}\n{}",
+        done.stdout,
+        done.stderr
+    );
+}
+
+/// A bind mount inside a leaked work directory (of a sibling directory that is no work
+/// directory): the sweep never crosses it, so not one file of the mounted directory is
+/// deleted; the removal stops at the mount point with an error naming it. Needs root.
+#[test]
+fn a_sweep_never_crosses_a_bind_mount_inside_a_work_directory() {
+    if !am_root() {
+        println!("SKIPPED: bind mounts need root");
+        return;
+    }
+    let (_tmp, root, state, other_before) = leaked_with_sibling();
+    let point = root.join("go-build3000/b002/mnt");
+    std::fs::create_dir_all(&point).unwrap();
+    let mounted = Command::new("mount")
+        .arg("--bind")
+        .arg(root.join("other"))
+        .arg(&point)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        println!("SKIPPED: mount --bind is not permitted here");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(point.clone());
+    set_mtime_recursive(
+        &root.join("go-build3000"),
+        SystemTime::now() - Duration::from_secs(3 * 3600),
+    );
+    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
+    assert_eq!(tree(&root.join("other")), other_before, "{}", out.stdout);
+    assert!(
+        format!("{}{}", out.stdout, out.stderr).contains("mount point"),
+        "the error names the mount point: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}

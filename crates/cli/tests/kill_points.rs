@@ -393,3 +393,85 @@ fn every_restore_kill_point_converges() {
     }
     println!("restore kill points run: {points}; mutations of one restore: {total}");
 }
+
+/// The numbered mutations of an uninterrupted repair of a fresh copy of `pristine` at `s`
+/// (`DOCTOR_FAULT_TRACE`): the same store gives the same sequence every time.
+fn traced_mutations(pristine: &Path, s: &Path) -> Vec<(u64, String)> {
+    fresh_copy(pristine, s);
+    let out = doctor(s)
+        .arg("--repair-sessions")
+        .env("DOCTOR_FAULT_TRACE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("doctor: fault point: mutation "))
+        .filter_map(|l| {
+            let (n, what) = l.split_once(' ')?;
+            Some((n.parse().ok()?, what.trim_matches(['(', ')']).to_owned()))
+        })
+        .collect()
+}
+
+/// A store move whose rename of an entry happened but whose directory sync then failed (EIO,
+/// injected with `DOCTOR_FAULT_AT=N:fail`): the entry did move, so it goes back with the
+/// others. The store is whole at its path afterwards, nothing of it is left in the run, and
+/// the next run sets it aside normally.
+#[test]
+fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
+    let (_tmp, pristine) = demo_with_old_artifacts();
+    let work = tempfile::tempdir().unwrap();
+    let s = work.path().join("S");
+    let store_before = tree(&pristine.join("epsilon/runtime"));
+    let trace = traced_mutations(&pristine, &s);
+    // The first entry of epsilon/runtime renamed into the run, then its destination synced.
+    let moved = trace
+        .iter()
+        .position(|(_, w)| w.starts_with("move epsilon/runtime/"))
+        .unwrap_or_else(|| panic!("no store entry move: {trace:?}"));
+    let (n, what) = &trace[moved + 1];
+    assert!(what.starts_with("sync directory .set-aside/"), "{what}");
+
+    fresh_copy(&pristine, &s);
+    let out = doctor(&s)
+        .args(["--repair-sessions", "--json"])
+        .env("DOCTOR_FAULT_AT", format!("{n}:fail"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seq = report["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == "epsilon/runtime")
+        .unwrap()["seq"]
+        .clone();
+    let outcome = report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["seq"] == seq)
+        .unwrap();
+    assert_eq!(outcome["outcome"], "failed", "{outcome}");
+    assert!(
+        outcome["why"].as_str().unwrap().contains("moved back"),
+        "{outcome}"
+    );
+    assert_eq!(
+        tree(&s.join("epsilon/runtime")),
+        store_before,
+        "every entry is back, the one whose sync failed too"
+    );
+    let left: Vec<_> = tree(&s.join(".set-aside"))
+        .into_keys()
+        .filter(|p| p.to_string_lossy().contains("epsilon/runtime/"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "nothing of the store is left in the run: {left:?}"
+    );
+    complete_repair(&s);
+    assert!(!s.join("epsilon/runtime").exists());
+    assert!(plans_nothing(&s));
+}

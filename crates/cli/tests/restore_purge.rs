@@ -668,3 +668,42 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
         "a run that names paths outside S is not purged without --force: {purge:#}"
     );
 }
+
+/// While a purge deletes a set-aside run, directories inside the run are swapped for symlinks
+/// to live data that stays inside S (a session directory, a bound store): the delete walks held
+/// directory handles checked by device and inode and never follows a link, so the live data is
+/// untouched (at most the links themselves go).
+#[test]
+fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
+    let run = repair["run"].as_str().unwrap().to_owned();
+    let aside = s.join(".set-aside").join(&run);
+    assert!(aside.join("zeta").is_dir() && aside.join("beta/runtime").is_dir());
+    let alpha_before = tree(&s.join("alpha"));
+    let alpha_doc = std::fs::read(s.join("alpha.json")).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.arg("--sessions-dir")
+        .arg(&s)
+        .args(["--purge-set-aside", "--older-than", "0s", "--json"])
+        .env("DOCTOR_NOW", "2099-01-01T00:00:00Z");
+    // MANIFEST.jsonl sorts first: the run's entries are listed, none entered yet.
+    let swap = |dir: &str, target: &str| {
+        let at = aside.join(dir);
+        std::fs::rename(&at, at.with_extension("moved")).unwrap();
+        std::os::unix::fs::symlink(target, &at).unwrap();
+    };
+    let done = common::run_paused(
+        cmd,
+        vec![(
+            &format!("delete .set-aside/{run}/MANIFEST.jsonl"),
+            Box::new(|| {
+                swap("zeta", "../../alpha");
+                swap("beta/runtime", "../../../alpha/runtime");
+            }),
+        )],
+    );
+    assert!(done.code.is_some(), "{}", done.stderr);
+    assert_eq!(tree(&s.join("alpha")), alpha_before, "{}", done.stdout);
+    assert_eq!(std::fs::read(s.join("alpha.json")).unwrap(), alpha_doc);
+}

@@ -2,10 +2,14 @@
 //! `DOCTOR_FAULT_AT=N` stops the process just before its Nth filesystem mutation,
 //! `DOCTOR_FAULT_AT=N:after` just after it. Stopped means: a line on stderr, then waiting to be
 //! killed (the test sends SIGKILL), so no destructor, flush or unlock of ours runs after it.
-//! `DOCTOR_FAULT_AT=N:pause` pauses just before the Nth mutation, and
+//! `DOCTOR_FAULT_AT=N:fail` makes the Nth mutation fail with `EIO` without doing it (a failed
+//! `fsync` after a rename that happened, say). `DOCTOR_FAULT_AT=N:pause` pauses just before the
+//! Nth mutation, and
 //! `DOCTOR_PAUSE_BEFORE=TEXT` before the first mutation whose description (`<what> <path>`)
 //! contains TEXT (`A|B`: once before the first match of each): a line on stderr, then it waits for one line on standard input and goes on.
 //! A race test changes the store inside that window, deterministically.
+//! `DOCTOR_FAULT_TRACE=1` prints every mutation with its number, so a test can find the number
+//! of the one it wants to fail, stop or pause at.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +22,7 @@ enum When {
     Before,
     After,
     Pause,
+    Fail,
 }
 
 #[derive(Clone, Copy)]
@@ -33,6 +38,7 @@ fn fault_at() -> Option<FaultAt> {
         let (n, when) = match v.split_once(':') {
             Some((n, "after")) => (n, When::After),
             Some((n, "pause")) => (n, When::Pause),
+            Some((n, "fail")) => (n, When::Fail),
             Some(_) => return None,
             None => (v.as_str(), When::Before),
         };
@@ -57,6 +63,11 @@ fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }
+}
+
+fn trace() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DOCTOR_FAULT_TRACE").is_some_and(|v| v == "1"))
 }
 
 fn pause_before() -> Option<&'static str> {
@@ -96,13 +107,30 @@ fn maybe_pause(n: u64, what: &str, path: &Path) {
 }
 
 /// Runs one mutation, counted, with the fault hooks around it.
-pub(crate) fn mutation<T>(what: &str, path: &Path, f: impl FnOnce() -> T) -> T {
+pub(crate) fn mutation<T>(
+    what: &str,
+    path: &Path,
+    f: impl FnOnce() -> std::io::Result<T>,
+) -> std::io::Result<T> {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;
+    if trace() {
+        eprintln!(
+            "doctor: fault point: mutation {n} ({what} {})",
+            path.display()
+        );
+    }
     maybe_pause(n, what, path);
     let at = fault_at().filter(|at| at.n == n);
     match at.map(|at| at.when) {
         Some(When::Before) => stop(n, "before", what, path),
         Some(When::Pause) => pause(n, &format!("{what} {}", path.display())),
+        Some(When::Fail) => {
+            eprintln!(
+                "doctor: fault point: failed mutation {n} ({what} {})",
+                path.display()
+            );
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
         _ => {}
     }
     let out = f();

@@ -600,8 +600,8 @@ impl WritableRoot {
             Mode::empty(),
         )
         .map_err(|e| self.err("open directory", p, e.into()))?;
-        fault::mutation("sync directory", p, || rustix::fs::fsync(&fd))
-            .map_err(|e| self.err("sync directory", p, e.into()))
+        fault::mutation("sync directory", p, || Ok(rustix::fs::fsync(&fd)?))
+            .map_err(|e| self.err("sync directory", p, e))
     }
 
     /// The one atomic write: a temporary file in the same directory, written and fsynced,

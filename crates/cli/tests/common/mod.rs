@@ -326,3 +326,68 @@ pub fn records_text(text: &str, what: &str, red: &Redactions) -> String {
     }
     out
 }
+
+/// What a paused run printed, and how it ended.
+#[allow(dead_code)]
+pub struct PausedRun {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` (the doctor binary) with one pause window per entry of `windows`
+/// (`DOCTOR_PAUSE_BEFORE`, texts joined by `|`): the run stops before the first mutation whose
+/// description contains the text, the entry's closure changes the store inside that window,
+/// then the run goes on. A race becomes a deterministic test.
+#[allow(dead_code)]
+pub fn run_paused<'a>(
+    mut cmd: std::process::Command,
+    windows: Vec<(&str, Box<dyn FnOnce() + 'a>)>,
+) -> PausedRun {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    let texts: Vec<&str> = windows.iter().map(|(t, _)| *t).collect();
+    let pause = texts.join("|");
+    let mut child = cmd
+        .env("DOCTOR_PAUSE_BEFORE", &pause)
+        .env_remove("DOCTOR_FAULT_AT")
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = String::new();
+    let mut stdin = child.stdin.take().unwrap();
+    for (_, during) in windows {
+        loop {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 {
+                panic!("the doctor ended without pausing before {pause:?}: {stderr}");
+            }
+            stderr.push_str(&line);
+            if line.contains("fault point: paused") {
+                break;
+            }
+        }
+        during();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+    drop(stdin);
+    let _ = err.read_to_string(&mut stderr);
+    let status = child.wait().unwrap();
+    PausedRun {
+        code: status.code(),
+        stdout: stdout.join().unwrap(),
+        stderr,
+    }
+}
