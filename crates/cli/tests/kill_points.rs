@@ -1,6 +1,8 @@
 //! Crash safety at every kill point: a real repair (the `doctor` binary) of a store with every
-//! kind of action is stopped with SIGKILL just before and just after each of its filesystem
-//! mutations (the hidden `DOCTOR_FAULT_AT` hook in the write seam). After each kill a complete
+//! kind of action, owner lock files in its stores and live leases (one held by another
+//! process) is stopped with SIGKILL just before and just after each of its filesystem
+//! mutations: every create, write, fsync, permission change, rename, append and unlink (the
+//! hidden `DOCTOR_FAULT_AT` hook in `fsroot`). After each kill a complete
 //! rerun must reach the uninterrupted end state, nothing may be lost, and a further run must
 //! plan nothing.
 //!
@@ -190,9 +192,29 @@ fn assert_nothing_lost(before: &Tree, s: &Path, point: &str) {
     }
 }
 
+/// The demo store with live leases: free lease files for sessions the repair acts on (every
+/// lease check at execution probes a real file) and one for `alpha`, which a `hold-lock`
+/// process holds during each run (see [`fresh_copy_held`]).
+fn demo_with_leases() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, s) = demo_with_old_artifacts();
+    for id in [
+        "alpha", "beta", "delta", "epsilon", "zeta", "torn", "th-lost",
+    ] {
+        std::fs::write(s.join(format!(".late-usage/{id}.live")), b"").unwrap();
+    }
+    (tmp, s)
+}
+
+/// [`fresh_copy`], then `alpha`'s live lease taken by another process for as long as the
+/// returned holder lives.
+fn fresh_copy_held(pristine: &Path, s: &Path) -> common::Holder {
+    fresh_copy(pristine, s);
+    common::Holder::spawn(&[s.join(".late-usage/alpha.live")])
+}
+
 #[test]
 fn every_kill_point_converges_and_loses_nothing() {
-    let (_tmp, pristine) = demo_with_old_artifacts();
+    let (_tmp, pristine) = demo_with_leases();
     let before = tree(&pristine);
 
     // Every run below works at this one path.
@@ -200,7 +222,7 @@ fn every_kill_point_converges_and_loses_nothing() {
     let s = work.path().join("S");
 
     // The uninterrupted run, and how many mutations it makes.
-    fresh_copy(&pristine, &s);
+    let _held = fresh_copy_held(&pristine, &s);
     complete_repair(&s);
     assert!(plans_nothing(&s));
     let want_user = user_tree(&s);
@@ -208,7 +230,7 @@ fn every_kill_point_converges_and_loses_nothing() {
 
     let mut total = 0;
     loop {
-        fresh_copy(&pristine, &s);
+        let _held = fresh_copy_held(&pristine, &s);
         if !repair_killed_at(&s, &(total + 1).to_string()) {
             break;
         }
@@ -224,7 +246,7 @@ fn every_kill_point_converges_and_loses_nothing() {
     let mut partial_store_moves = 0;
     for n in 1..=total {
         for spec in [n.to_string(), format!("{n}:after")] {
-            fresh_copy(&pristine, &s);
+            let _held = fresh_copy_held(&pristine, &s);
             assert!(
                 repair_killed_at(&s, &spec),
                 "kill point {spec} was not reached"
