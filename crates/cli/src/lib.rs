@@ -228,7 +228,7 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
         RunId::new(config.now),
         planned,
     );
-    let last = match root.read(Path::new(&format!("{RECONCILE_DIR}/last.json"))) {
+    let last = match root.read_record(Path::new(&format!("{RECONCILE_DIR}/last.json"))) {
         // The doctor's or the app's last.json; anything else reports no last run.
         Ok(b) => LastRun::parse(&b),
         Err(_) => None,
@@ -239,7 +239,7 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
             let name = e.name.to_string_lossy().into_owned();
             let manifest = format!("{SET_ASIDE_DIR}/{name}/MANIFEST.jsonl");
             let items = root
-                .read(Path::new(&manifest))
+                .read_record(Path::new(&manifest))
                 .map(|b| b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64)
                 .unwrap_or(0);
             runs.push(SetAsideRun { run: name, items });

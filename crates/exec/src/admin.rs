@@ -100,7 +100,7 @@ fn read_lines<T: serde::de::DeserializeOwned>(
     root: &Root,
     rel: &str,
 ) -> fsroot::Result<Option<Vec<T>>> {
-    let bytes = match root.read(Path::new(rel)) {
+    let bytes = match root.read_record(Path::new(rel)) {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),

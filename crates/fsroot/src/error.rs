@@ -44,9 +44,9 @@ pub enum Error {
         /// The full path.
         path: PathBuf,
     },
-    /// An append-only record file with more than one link: appending would write into the
-    /// other name too, which may lie outside the root.
-    #[error("refusing {}: it has other hard links, so appending to it could write elsewhere", path.display())]
+    /// A record file of the doctor's with more than one link: appending would write into the
+    /// other name too, and reading it would read a file that may lie outside the root.
+    #[error("refusing {}: it has other hard links, so it may stand for a file elsewhere", path.display())]
     HardLinked {
         /// The full path.
         path: PathBuf,

@@ -485,6 +485,24 @@ impl Root {
         Ok(buf)
     }
 
+    /// Reads one of the doctor's own record files (a manifest, the receipts, `last.json`, a
+    /// plan file) as [`Root::read`] does, and also refuses one with other hard links: such a
+    /// name may stand for a file that lives outside the root.
+    pub fn read_record(&self, rel: &Path) -> Result<Vec<u8>> {
+        let p = confine(rel)?;
+        let mut f = self.open_regular(&p, "read")?;
+        let m = f.metadata().map_err(|e| self.err("read", &p, e))?;
+        if m.nlink() > 1 {
+            return Err(Error::HardLinked {
+                path: self.display_path(&p),
+            });
+        }
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)
+            .map_err(|e| self.err("read", &p, e))?;
+        Ok(buf)
+    }
+
     /// Size and SHA-256 of a regular file, streamed.
     pub fn file_digest(&self, rel: &Path) -> Result<FileDigest> {
         let p = confine(rel)?;
@@ -954,7 +972,7 @@ fn unix_secs(t: std::time::SystemTime) -> i64 {
 /// opened at its parent directory.
 pub fn read_standalone_file(path: &Path) -> Result<Vec<u8>> {
     let (parent, name) = split_file_path(path)?;
-    Root::open(&parent)?.read(&name)
+    Root::open(&parent)?.read_record(&name)
 }
 
 /// Writes a file outside any store (`--plan-out FILE`) atomically through a root opened at its

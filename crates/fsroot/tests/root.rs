@@ -221,3 +221,32 @@ fn a_split_tree_digests_merged_as_it_did_whole() {
         .unwrap_err();
     assert!(err.to_string().contains("half/z"), "{err}");
 }
+
+/// The doctor's own record files are read only when they have a single link: a hard link may
+/// stand for a file outside the root. A fifo in their place never blocks the read.
+#[test]
+fn record_reads_refuse_hard_links_and_fifos() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"outside\n").unwrap();
+    std::fs::hard_link(outside.path().join("secret"), tmp.path().join("last.json")).unwrap();
+    let root = fsroot::Root::open(tmp.path()).unwrap();
+    let err = root.read_record(Path::new("last.json")).unwrap_err();
+    assert!(matches!(err, Error::HardLinked { .. }), "{err}");
+    assert!(err.to_string().contains("last.json"), "{err}");
+    assert_eq!(root.read(Path::new("last.json")).unwrap(), b"outside\n");
+    let made = std::process::Command::new("mkfifo")
+        .arg(tmp.path().join("receipts.jsonl"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = root.read_record(Path::new("receipts.jsonl")).unwrap_err();
+    assert!(matches!(err, Error::NotAFile { .. }), "{err}");
+    std::fs::write(tmp.path().join("plan.json"), b"{}").unwrap();
+    assert_eq!(
+        fsroot::read_standalone_file(&tmp.path().join("plan.json")).unwrap(),
+        b"{}"
+    );
+    std::fs::hard_link(tmp.path().join("plan.json"), outside.path().join("plan")).unwrap();
+    assert!(fsroot::read_standalone_file(&tmp.path().join("plan.json")).is_err());
+}
