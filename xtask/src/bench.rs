@@ -1,12 +1,19 @@
-//! `cargo xtask bench [--docs N]`: the dry-run benchmark. Generates a synthetic session store
-//! (N documents of ~16 KB with message bodies, one host store per 400 threads bound to them, 1%
-//! torn documents), builds the release `doctor`, and compares the wall time of a dry run with
-//! the time it takes merely to read every file of the store, both with a warm page cache. Prints
-//! the numbers and, when `/usr/bin/time` exists, the dry run's peak resident memory.
+//! `cargo xtask bench`: the scale benchmark (docs/performance.md). Generates, deterministically
+//! from a seed, session stores in the real format (store-format.md, Version 2) at two sizes,
+//! builds the release `doctor`, and prints, from alternating measurements and their medians:
+//! the in-process floor (a parallel listing of every directory plus a read of every file the dry
+//! run must read), the dry run's wall time, their ratio, its peak RSS, and the linearity factor
+//! between the two sizes. Then the apply benchmark: a real run that sets aside K documents
+//! against a raw loop of the same renames and fsyncs.
 
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use rayon::prelude::*;
 
 use crate::Failure;
 
@@ -14,98 +21,685 @@ fn fail(e: impl std::fmt::Display) -> Failure {
     Failure::Failed(e.to_string())
 }
 
-/// Writes the synthetic store into `s` (which must not exist).
-fn generate(s: &Path, docs: usize) -> Result<(u64, u64), Failure> {
-    std::fs::create_dir_all(s).map_err(fail)?;
-    let abs = s.canonicalize().map_err(fail)?;
-    let abs = abs.display();
-    let body_user = "x".repeat(400);
-    let body_assistant = "y".repeat(1200);
-    let mut messages = String::new();
-    for i in 0..5 {
-        if i > 0 {
-            messages.push(',');
+/// splitmix64: a small deterministic generator (no dependency, same stream everywhere).
+#[derive(Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn hex(&mut self, len: usize) -> String {
+        let mut s = String::with_capacity(len + 16);
+        while s.len() < len {
+            let _ = write!(s, "{:016x}", self.next());
         }
-        messages.push_str(&format!(
-            r#"{{"role":"user","content":[{{"type":"text","text":"{body_user}"}}]}},{{"role":"assistant","content":[{{"type":"text","text":"{body_assistant}"}}]}}"#
+        s.truncate(len);
+        s
+    }
+    fn uuid(&mut self) -> String {
+        let h = self.hex(32);
+        format!(
+            "{}-{}-4{}-a{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[17..20],
+            &h[20..32]
+        )
+    }
+    /// Prose of `min` to `min + spread` bytes.
+    fn words_about(&mut self, min: usize, spread: u64) -> String {
+        let len = min + self.below(spread) as usize;
+        self.words(len)
+    }
+    /// Prose of about `len` bytes, JSON-safe.
+    fn words(&mut self, len: usize) -> String {
+        const WORDS: [&str; 24] = [
+            "parser", "returns", "the", "error", "line", "column", "test", "fixture", "cargo",
+            "build", "module", "trait", "async", "buffer", "index", "token", "array", "comma",
+            "value", "schema", "store", "thread", "turn", "item",
+        ];
+        let mut s = String::with_capacity(len + 12);
+        while s.len() < len {
+            s.push_str(WORDS[self.below(WORDS.len() as u64) as usize]);
+            s.push(if self.below(12) == 0 { '.' } else { ' ' });
+        }
+        s
+    }
+}
+
+/// What one session of the generated store is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A readable document, its thread in its group's host store.
+    Healthy,
+    /// Truncated document (R1).
+    Torn,
+    /// `schema_version` 2 (kept).
+    Newer,
+    /// The document is gone; its thread still names it (R4).
+    Deleted,
+}
+
+/// The stores and directories that hold no document (about 2% of the documents each).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    /// An unbound store with a thread, a turn and items (R3 recovers it).
+    OrphanStore,
+    /// An unbound store holding no work (R2).
+    EmptyStore,
+    /// An artifact-only directory, weeks old (R5).
+    OldArtifacts,
+}
+
+/// Counts of what was generated.
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    files: u64,
+    dirs: u64,
+    bytes: u64,
+}
+
+impl std::ops::Add for Counts {
+    type Output = Counts;
+    fn add(self, o: Counts) -> Counts {
+        Counts {
+            files: self.files + o.files,
+            dirs: self.dirs + o.dirs,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+struct Writer<'a> {
+    s: &'a Path,
+    counts: Counts,
+}
+
+impl Writer<'_> {
+    fn dir(&mut self, rel: &str) -> Result<(), Failure> {
+        std::fs::create_dir_all(self.s.join(rel)).map_err(fail)?;
+        self.counts.dirs += 1;
+        Ok(())
+    }
+    fn file(&mut self, rel: &str, bytes: &[u8]) -> Result<(), Failure> {
+        std::fs::write(self.s.join(rel), bytes).map_err(fail)?;
+        self.counts.files += 1;
+        self.counts.bytes += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+const GROUP: usize = 50;
+const T0: &str = "2026-09-01T10:00:00Z";
+
+fn text_block(text: &str) -> String {
+    format!(r#"{{"type":"text","text":"{text}"}}"#)
+}
+
+/// A document of about 16 KB: twelve messages of text, thinking, tool use and tool results,
+/// and for one document in three a journal of message entries.
+fn document(rng: &mut Rng, id: &str, data_dir: &str, scope: &str, version: u32) -> String {
+    let mut messages = Vec::new();
+    let mut journal = Vec::new();
+    for turn in 0..3 {
+        let call = format!("call_{}", rng.hex(8));
+        messages.push(format!(
+            r#"{{"role":"user","content":[{}]}}"#,
+            text_block(&rng.words_about(300, 500))
+        ));
+        messages.push(format!(
+            r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}"}},{{"type":"tool_use","id":"{call}","name":"read_file","input":{{"path":"src/m{turn}.rs"}}}}]}}"#,
+            rng.words(300)
+        ));
+        messages.push(format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{call}","content":"{}"}}]}}"#,
+            rng.words_about(1500, 1500)
+        ));
+        messages.push(format!(
+            r#"{{"role":"assistant","content":[{}]}}"#,
+            text_block(&rng.words_about(400, 600))
         ));
     }
-    let hosts = docs.div_ceil(400).max(1);
-    let (mut files, mut bytes) = (0u64, 0u64);
-    let mut write = |p: PathBuf, text: String| -> Result<(), Failure> {
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(fail)?;
+    if rng.below(3) == 0 {
+        let mut parent: Option<String> = None;
+        for m in messages.iter().rev().take(4).rev() {
+            let eid = rng.uuid();
+            let p = parent
+                .as_ref()
+                .map(|p| format!(r#","parent_id":"{p}""#))
+                .unwrap_or_default();
+            journal.push(format!(
+                r#"{{"id":"{eid}"{p},"kind":"message","message":{m},"created_at":"{T0}","spawn_depth":0}}"#
+            ));
+            parent = Some(eid);
         }
-        files += 1;
-        bytes += text.len() as u64;
-        std::fs::write(&p, text).map_err(fail)
+    }
+    let journal = if journal.is_empty() {
+        String::new()
+    } else {
+        format!(
+            r#","journal":{{"entries":[{}],"leaf_id":"{}","schema_version":1,"spawn_depth":0}}"#,
+            journal.join(","),
+            parent_of_last(&journal)
+        )
     };
-    for i in 0..docs {
-        let id = format!("s{i}");
-        let host = format!("h{}", i % hosts);
-        if i % 100 == 99 {
-            write(
-                s.join(format!("{id}.json")),
-                format!(r#"{{"schema_version":1,"metadata":{{"id":"{id}""#),
-            )?;
+    format!(
+        r#"{{"schema_version":{version},"metadata":{{"id":"{id}","runtime_store":{{"data_dir":"{data_dir}","execution_scope":"{scope}"}},"title":"{}","created_at":"{T0}","updated_at":"{T0}","message_count":{},"total_tokens":{},"model":"deepseek-v4","model_provider":"deepseek","workspace":"/home/u/proj","mode":"agent","cost":{{"session_cost_usd":0.0,"priced_turns":0,"unpriced_turns":0,"coverage_recorded":false}}}},"messages":[{}]{journal}}}"#,
+        rng.words(30).trim(),
+        messages.len(),
+        rng.below(50_000),
+        messages.join(",")
+    )
+}
+
+fn parent_of_last(journal: &[String]) -> String {
+    let last = journal.last().map(String::as_str).unwrap_or_default();
+    last.split('"').nth(3).unwrap_or_default().to_owned()
+}
+
+fn thread(rng: &mut Rng, tid: &str, session: Option<&str>, turns: u32) -> String {
+    let sid = session.map_or("null".to_owned(), |s| format!("\"{s}\""));
+    let latest = if turns > 0 {
+        format!("\"turn_{tid}_{turns}\"")
+    } else {
+        "null".into()
+    };
+    format!(
+        r#"{{"schema_version":2,"id":"{tid}","created_at":"{T0}","updated_at":"{T0}","model":"deepseek-v4","workspace":"/home/u/proj","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false,"latest_turn_id":{latest},"archived":false,"title":"{}","session_id":{sid},"saved_session_checkpoint":{{"covered_turn_id":{latest},"messages_sha256":"{}","messages_len":12}}}}"#,
+        rng.words(30).trim(),
+        rng.hex(64)
+    )
+}
+
+fn turn(rng: &mut Rng, tid: &str, n: u32, items: u32) -> String {
+    let ids: Vec<String> = (1..=items)
+        .map(|i| format!("\"item_{tid}_{n}_{i}\""))
+        .collect();
+    format!(
+        r#"{{"schema_version":2,"id":"turn_{tid}_{n}","thread_id":"{tid}","status":"completed","input_summary":"{}","created_at":"{T0}","started_at":"{T0}","ended_at":"{T0}","usage":{{"input_tokens":{},"output_tokens":{}}},"item_ids":[{}]}}"#,
+        rng.words(60).trim(),
+        rng.below(5000),
+        rng.below(2000),
+        ids.join(",")
+    )
+}
+
+fn item(rng: &mut Rng, tid: &str, n: u32, i: u32) -> String {
+    let (kind, detail) = if i % 2 == 1 {
+        ("user_message", rng.words(400))
+    } else {
+        ("agent_message", rng.words(800))
+    };
+    format!(
+        r#"{{"schema_version":2,"id":"item_{tid}_{n}_{i}","turn_id":"turn_{tid}_{n}","kind":"{kind}","status":"completed","summary":"{}","detail":"{detail}","artifact_refs":[],"started_at":"{T0}","ended_at":"{T0}"}}"#,
+        rng.words(50).trim()
+    )
+}
+
+/// The files of a runtime store that hold no work: owner record, sequence state, lock files.
+fn store_skeleton(
+    w: &mut Writer,
+    rng: &mut Rng,
+    store: &str,
+    next_seq: u64,
+) -> Result<(), Failure> {
+    w.dir(store)?;
+    w.file(
+        &format!("{store}/owner.json"),
+        format!(r#"{{"owner_id":"owner_{}"}}"#, rng.hex(32)).as_bytes(),
+    )?;
+    w.file(
+        &format!("{store}/state.json"),
+        format!(r#"{{"schema_version":2,"next_seq":{next_seq}}}"#).as_bytes(),
+    )?;
+    w.file(&format!("{store}/runtime-process.owner.lock"), b"")?;
+    w.file(&format!("{store}/events.lock"), b"")
+}
+
+/// A thread with one turn of two items in `store`.
+fn thread_with_turn(
+    w: &mut Writer,
+    rng: &mut Rng,
+    store: &str,
+    tid: &str,
+    session: Option<&str>,
+) -> Result<(), Failure> {
+    w.file(
+        &format!("{store}/threads/{tid}.json"),
+        thread(rng, tid, session, 1).as_bytes(),
+    )?;
+    w.file(
+        &format!("{store}/turns/turn_{tid}_1.json"),
+        turn(rng, tid, 1, 2).as_bytes(),
+    )?;
+    for i in 1..=2 {
+        w.file(
+            &format!("{store}/items/item_{tid}_1_{i}.json"),
+            item(rng, tid, 1, i).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// One group of [`GROUP`] sessions: their documents, the host store that holds their threads,
+/// and the group's share of stores and directories no document names. Returns what it wrote and
+/// the orphan stores (whose turns and items a dry run reads).
+fn generate_group(
+    s: &Path,
+    abs: &str,
+    seed: u64,
+    group: usize,
+    sessions: usize,
+) -> Result<(Counts, Vec<String>), Failure> {
+    let mut rng = Rng(seed ^ (group as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut w = Writer {
+        s,
+        counts: Counts::default(),
+    };
+    let mut orphans = Vec::new();
+    let ids: Vec<String> = (0..sessions).map(|_| rng.uuid()).collect();
+    let host = &ids[0];
+    let store = format!("{host}/runtime");
+    w.dir(host)?;
+    store_skeleton(&mut w, &mut rng, &store, 1 + 2 * sessions as u64)?;
+    for d in ["threads", "turns", "items"] {
+        w.dir(&format!("{store}/{d}"))?;
+    }
+    let data_dir = format!("{abs}/{store}");
+    let scope = rng.hex(64);
+    for id in &ids {
+        let kind = match rng.below(100) {
+            0 | 1 => Kind::Torn,
+            2 | 3 => Kind::Newer,
+            4 | 5 => Kind::Deleted,
+            _ => Kind::Healthy,
+        };
+        let tid = format!("th-{}", &rng.uuid()[..18]);
+        thread_with_turn(&mut w, &mut rng, &store, &tid, Some(id))?;
+        if kind == Kind::Deleted {
             continue;
         }
-        write(
-            s.join(format!("{id}.json")),
-            format!(
-                r#"{{"schema_version":1,"metadata":{{"id":"{id}","runtime_store":{{"data_dir":"{abs}/{host}/runtime","execution_scope":"{scope}"}},"title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","message_count":10,"total_tokens":0,"model":"m","workspace":"/w","mode":"agent"}},"messages":[{messages}],"system_prompt":null}}"#,
-                scope = "0".repeat(64)
-            ),
-        )?;
-        write(
-            s.join(format!("{host}/runtime/threads/th-{id}.json")),
-            format!(
-                r#"{{"schema_version":2,"id":"th-{id}","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T11:00:00Z","model":"m","workspace":"/w","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false,"session_id":"{id}","saved_session_checkpoint":{{"covered_turn_id":null,"messages_sha256":"{sha}","messages_len":10}}}}"#,
-                sha = "0".repeat(64)
-            ),
-        )?;
-    }
-    Ok((files, bytes))
-}
-
-fn read_everything(dir: &Path) -> std::io::Result<u64> {
-    let mut total = 0;
-    for e in std::fs::read_dir(dir)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            total += read_everything(&e.path())?;
-        } else if ft.is_file() {
-            total += std::fs::read(e.path())?.len() as u64;
+        let version = if kind == Kind::Newer { 2 } else { 1 };
+        let mut doc = document(&mut rng, id, &data_dir, &scope, version).into_bytes();
+        if kind == Kind::Torn {
+            let cut = doc.len() / 2 + rng.below(doc.len() as u64 / 3) as usize;
+            doc.truncate(cut);
+        }
+        w.file(&format!("{id}.json"), &doc)?;
+        if rng.below(50) == 0 && kind == Kind::Healthy {
+            w.file(&format!("checkpoints/{id}.json"), &doc)?;
+        }
+        match rng.below(100) {
+            0 | 1 => w.file(&format!(".late-usage/{id}.live"), b"")?,
+            2 | 3 => w.file(&format!(".late-usage/{id}.lock"), b"")?,
+            _ => {}
         }
     }
-    Ok(total)
-}
-
-fn best_of<T>(n: usize, mut f: impl FnMut() -> Result<T, Failure>) -> Result<Duration, Failure> {
-    let mut best = Duration::MAX;
-    for _ in 0..n {
-        let t = Instant::now();
-        f()?;
-        best = best.min(t.elapsed());
-    }
-    Ok(best)
-}
-
-/// Runs the benchmark.
-pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
-    let docs = match args {
-        [] => 20_000,
-        [flag, n] if flag == "--docs" => n
-            .parse()
-            .map_err(|_| Failure::Usage(format!("bad --docs {n}")))?,
-        _ => {
-            return Err(Failure::Usage(format!(
-                "unknown bench arguments: {}",
-                args.join(" ")
-            )))
+    // About 2% of the documents each: stores and directories no document names.
+    for _ in 0..sessions {
+        let extra = match rng.below(100) {
+            0 | 1 => Extra::OrphanStore,
+            2 | 3 => Extra::EmptyStore,
+            4 | 5 => Extra::OldArtifacts,
+            _ => continue,
+        };
+        let id = rng.uuid();
+        w.dir(&id)?;
+        match extra {
+            Extra::OrphanStore => {
+                let store = format!("{id}/runtime");
+                store_skeleton(&mut w, &mut rng, &store, 3)?;
+                for d in ["threads", "turns", "items"] {
+                    w.dir(&format!("{store}/{d}"))?;
+                }
+                let tid = format!("th-{}", &rng.uuid()[..18]);
+                thread_with_turn(&mut w, &mut rng, &store, &tid, None)?;
+                orphans.push(store);
+            }
+            Extra::EmptyStore => {
+                let store = format!("{id}/runtime");
+                store_skeleton(&mut w, &mut rng, &store, 1)?;
+                w.dir(&format!("{store}/threads"))?;
+            }
+            Extra::OldArtifacts => {
+                w.dir(&format!("{id}/artifacts"))?;
+                let log = format!("{id}/artifacts/build.log");
+                w.file(&log, rng.words(4000).as_bytes())?;
+                let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_760_000_000);
+                for p in [log, format!("{id}/artifacts"), id.clone()] {
+                    std::fs::File::open(s.join(p))
+                        .and_then(|f| f.set_modified(old))
+                        .map_err(fail)?;
+                }
+            }
         }
+    }
+    Ok((w.counts, orphans))
+}
+
+/// A generated store.
+struct Store {
+    s: PathBuf,
+    docs: usize,
+    counts: Counts,
+    /// Stores whose turns and items a dry run reads (R3 recovers their threads).
+    orphans: HashSet<String>,
+}
+
+/// Writes a store of `docs` documents into `s` (which must not exist), in parallel by group.
+fn generate(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
+    std::fs::create_dir_all(s.join("checkpoints")).map_err(fail)?;
+    std::fs::create_dir_all(s.join(".late-usage")).map_err(fail)?;
+    let abs = s.canonicalize().map_err(fail)?;
+    let abs = abs.to_string_lossy().into_owned();
+    let groups = docs.div_ceil(GROUP);
+    let parts: Vec<(Counts, Vec<String>)> = (0..groups)
+        .into_par_iter()
+        .map(|g| {
+            let n = GROUP.min(docs - g * GROUP);
+            generate_group(s, &abs, seed, g, n)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut counts = Counts {
+        files: 0,
+        dirs: 3,
+        bytes: 0,
     };
+    let mut orphans = HashSet::new();
+    for (c, o) in parts {
+        counts = counts + c;
+        orphans.extend(o);
+    }
+    Ok(Store {
+        s: s.to_path_buf(),
+        docs,
+        counts,
+        orphans,
+    })
+}
+
+/// Whether a dry run must read the file at `rel` (relative to S): documents and checkpoints,
+/// the owner record and state of every store, every thread record, and the turns and items of
+/// orphan stores. Lock files and leases are opened (to probe them), not read.
+fn must_read(rel: &str, orphans: &HashSet<String>) -> Option<bool> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        [name] => Some(name.ends_with(".json")),
+        ["checkpoints", _] => Some(true),
+        [".late-usage", name] => name.ends_with(".live").then_some(false),
+        [_, "runtime", "owner.json" | "state.json"] => Some(true),
+        [_, "runtime", name] if name.ends_with(".lock") => Some(false),
+        [_, "runtime", "threads", _] => Some(true),
+        [d, "runtime", "turns" | "items", _] => {
+            orphans.contains(&format!("{d}/runtime")).then_some(true)
+        }
+        _ => None,
+    }
+}
+
+/// The floor: every directory listed and every file the dry run must read read (or opened),
+/// in parallel across directories. Returns the bytes read.
+fn floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result<u64> {
+    let dir = if rel.is_empty() {
+        s.to_path_buf()
+    } else {
+        s.join(rel)
+    };
+    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
+    entries
+        .par_iter()
+        .map(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let child = if rel.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let ft = e.file_type()?;
+            if ft.is_dir() {
+                floor(s, &child, orphans)
+            } else {
+                match must_read(&child, orphans) {
+                    Some(true) => Ok(std::fs::read(e.path())?.len() as u64),
+                    Some(false) => std::fs::File::open(e.path()).map(|_| 0),
+                    None => Ok(0),
+                }
+            }
+        })
+        .sum()
+}
+
+/// One dry run: its wall time and, when `/usr/bin/time` exists, its peak RSS in KiB.
+fn dry_run(doctor: &Path, s: &Path) -> Result<(Duration, Option<u64>), Failure> {
+    let time = Path::new("/usr/bin/time");
+    let mut cmd = if time.exists() {
+        let mut c = Command::new(time);
+        c.args(["-f", "%M"]).arg(doctor);
+        c
+    } else {
+        Command::new(doctor)
+    };
+    cmd.args(["--repair-sessions", "--dry-run", "--json", "--sessions-dir"])
+        .arg(s)
+        .stdout(std::process::Stdio::null());
+    let t = Instant::now();
+    let out = cmd.output().map_err(fail)?;
+    let elapsed = t.elapsed();
+    if !out.status.success() {
+        return Err(fail(String::from_utf8_lossy(&out.stderr)));
+    }
+    let rss = time.exists().then(|| {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse::<u64>().ok())
+    });
+    Ok((elapsed, rss.flatten()))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// What one size measured.
+struct Measured {
+    docs: usize,
+    counts: Counts,
+    floor: Duration,
+    dry: Duration,
+    rss_kib: Option<u64>,
+}
+
+fn measure(doctor: &Path, store: &Store, runs: usize) -> Result<Measured, Failure> {
+    // Warm the page cache and check both work.
+    floor(&store.s, "", &store.orphans).map_err(fail)?;
+    dry_run(doctor, &store.s)?;
+    let (mut floors, mut drys, mut rss) = (Vec::new(), Vec::new(), None);
+    for _ in 0..runs {
+        let t = Instant::now();
+        floor(&store.s, "", &store.orphans).map_err(fail)?;
+        floors.push(t.elapsed());
+        let (d, r) = dry_run(doctor, &store.s)?;
+        drys.push(d);
+        rss = rss.max(r);
+    }
+    Ok(Measured {
+        docs: store.docs,
+        counts: store.counts,
+        floor: median(floors),
+        dry: median(drys),
+        rss_kib: rss,
+    })
+}
+
+/// A store of `n` torn documents and nothing else: a real run sets every one aside.
+fn torn_store(s: &Path, n: usize, seed: u64) -> Result<(), Failure> {
+    std::fs::create_dir_all(s).map_err(fail)?;
+    (0..n).into_par_iter().try_for_each(|i| {
+        let mut rng = Rng(seed ^ i as u64);
+        let id = rng.uuid();
+        let scope = rng.hex(64);
+        let mut doc = document(&mut rng, &id, "/nowhere", &scope, 1).into_bytes();
+        doc.truncate(doc.len() / 2);
+        std::fs::write(s.join(format!("{id}.json")), doc).map_err(fail)
+    })
+}
+
+fn sync_all() {
+    let _ = Command::new("sync").status();
+}
+
+fn fsync_dir(p: &Path) -> std::io::Result<()> {
+    std::fs::File::open(p)?.sync_all()
+}
+
+/// The raw loop a set-aside costs at least: per item, a manifest line appended and fsynced,
+/// the rename, and fsyncs of the source and destination directories.
+fn raw_set_aside(s: &Path) -> std::io::Result<()> {
+    let run = s.join(".set-aside/raw");
+    std::fs::create_dir_all(&run)?;
+    let mut manifest = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(run.join("MANIFEST.jsonl"))?;
+    let mut names: Vec<_> = std::fs::read_dir(s)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    for name in names {
+        writeln!(
+            manifest,
+            r#"{{"original":"{}","moved_to":".set-aside/raw/{}"}}"#,
+            name.to_string_lossy(),
+            name.to_string_lossy()
+        )?;
+        manifest.sync_all()?;
+        std::fs::rename(s.join(&name), run.join(&name))?;
+        fsync_dir(s)?;
+        fsync_dir(&run)?;
+    }
+    Ok(())
+}
+
+fn apply_bench(
+    doctor: &Path,
+    tmp: &Path,
+    n: usize,
+    seed: u64,
+    runs: usize,
+) -> Result<(Duration, Duration), Failure> {
+    let (mut doctors, mut raws) = (Vec::new(), Vec::new());
+    for r in 0..runs {
+        let s = tmp.join(format!("apply-{r}"));
+        torn_store(&s, n, seed)?;
+        sync_all();
+        let t = Instant::now();
+        let out = Command::new(doctor)
+            .args(["--repair-sessions", "--json", "--max-actions"])
+            .arg(n.to_string())
+            .arg("--sessions-dir")
+            .arg(&s)
+            .stdout(std::process::Stdio::null())
+            .output()
+            .map_err(fail)?;
+        doctors.push(t.elapsed());
+        if !out.status.success() {
+            return Err(fail(String::from_utf8_lossy(&out.stderr)));
+        }
+        let left = std::fs::read_dir(&s)
+            .map_err(fail)?
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .count();
+        if left != 0 {
+            return Err(fail(format!("{left} documents were not set aside")));
+        }
+        std::fs::remove_dir_all(&s).map_err(fail)?;
+        torn_store(&s, n, seed)?;
+        sync_all();
+        let t = Instant::now();
+        raw_set_aside(&s).map_err(fail)?;
+        raws.push(t.elapsed());
+        std::fs::remove_dir_all(&s).map_err(fail)?;
+    }
+    Ok((median(doctors), median(raws)))
+}
+
+struct Options {
+    docs: usize,
+    seed: u64,
+    runs: usize,
+    apply: usize,
+    keep: Option<PathBuf>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, Failure> {
+        let mut o = Options {
+            docs: 23_000,
+            seed: 1,
+            runs: 5,
+            apply: 10_000,
+            keep: None,
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| Failure::Usage(format!("{flag} needs a value")))
+            };
+            let num = |v: String| {
+                v.parse::<u64>()
+                    .map_err(|_| Failure::Usage(format!("bad {flag} {v}")))
+            };
+            match flag.as_str() {
+                "--docs" => o.docs = num(value()?)? as usize,
+                "--seed" => o.seed = num(value()?)?,
+                "--runs" => o.runs = num(value()?)?.max(1) as usize,
+                "--apply" => o.apply = num(value()?)? as usize,
+                "--keep" => o.keep = Some(PathBuf::from(value()?)),
+                _ => return Err(Failure::Usage(format!("unknown bench argument {flag}"))),
+            }
+        }
+        Ok(o)
+    }
+}
+
+fn row(m: &Measured) -> String {
+    format!(
+        "| {} | {} | {} | {:.1} GB | {:.3} s | {:.3} s | {:.2}x | {} |",
+        m.docs,
+        m.counts.files,
+        m.counts.files + m.counts.dirs,
+        m.counts.bytes as f64 / 1e9,
+        m.floor.as_secs_f64(),
+        m.dry.as_secs_f64(),
+        m.dry.as_secs_f64() / m.floor.as_secs_f64(),
+        m.rss_kib
+            .map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+    )
+}
+
+/// Runs the benchmark: `cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K]
+/// [--keep DIR]`.
+pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
+    let o = Options::parse(args)?;
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "-p", "cli", "--bin", "doctor"])
         .current_dir(root)
@@ -115,53 +709,59 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
         return Err(fail("cargo build --release failed"));
     }
     let doctor = root.join("target/release/doctor");
-    let tmp = std::env::temp_dir().join(format!("doctor-bench-{}", std::process::id()));
-    let s = tmp.join("S");
-    let (files, bytes) = generate(&s, docs)?;
-    let dry = || -> Result<(), Failure> {
-        let out = Command::new(&doctor)
-            .args(["--repair-sessions", "--dry-run", "--json", "--sessions-dir"])
-            .arg(&s)
-            .output()
-            .map_err(fail)?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(fail(String::from_utf8_lossy(&out.stderr)))
+    let tmp = o.keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("doctor-bench-{}", std::process::id()))
+    });
+    let mut results = Vec::new();
+    for docs in [o.docs / 10, o.docs] {
+        let s = tmp.join(format!("S-{docs}-{}", o.seed));
+        let t = Instant::now();
+        let store = generate(&s, docs, o.seed)?;
+        eprintln!(
+            "generated {docs} documents ({} files) in {:.1} s",
+            store.counts.files,
+            t.elapsed().as_secs_f64()
+        );
+        sync_all();
+        results.push(measure(&doctor, &store, o.runs)?);
+        if o.keep.is_none() {
+            std::fs::remove_dir_all(&s).map_err(fail)?;
         }
+    }
+    let apply = if o.apply > 0 {
+        Some(apply_bench(&doctor, &tmp, o.apply, o.seed, o.runs.min(3))?)
+    } else {
+        None
     };
-    dry()?; // warm the page cache
-    let read_time = best_of(3, || read_everything(&s).map_err(fail))?;
-    let dry_time = best_of(3, dry)?;
-    let rss = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%M")
-        .arg(&doctor)
-        .args(["--repair-sessions", "--dry-run", "--json", "--sessions-dir"])
-        .arg(&s)
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse::<u64>().ok())
-        });
-    let _ = std::fs::remove_dir_all(&tmp);
+    if o.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "store: {docs} documents, {files} files, {:.1} MB; cores: {}",
-        bytes as f64 / 1e6,
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        "seed {}, {} alternating runs each, medians, warm page cache, {cores} cores",
+        o.seed, o.runs
     );
-    println!("read every file once: {:.3} s", read_time.as_secs_f64());
+    println!();
+    println!("| documents | files | entries | bytes | floor | dry run | ratio | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for m in &results {
+        println!("{}", row(m));
+    }
+    let (small, big) = (&results[0], &results[1]);
+    println!();
     println!(
-        "doctor --repair-sessions --dry-run: {:.3} s ({:.2}x the read)",
-        dry_time.as_secs_f64(),
-        dry_time.as_secs_f64() / read_time.as_secs_f64()
+        "linearity: {:.2}x the time for {:.1}x the documents",
+        big.dry.as_secs_f64() / small.dry.as_secs_f64(),
+        big.docs as f64 / small.docs.max(1) as f64
     );
-    match rss {
-        Some(kb) => println!("dry run peak RSS: {:.1} MB", kb as f64 / 1024.0),
-        None => println!("dry run peak RSS: n/a (/usr/bin/time not found)"),
+    if let Some((doctor_t, raw_t)) = apply {
+        println!(
+            "apply: {} set-asides in {:.3} s; raw rename-and-fsync loop {:.3} s; ratio {:.2}x",
+            o.apply,
+            doctor_t.as_secs_f64(),
+            raw_t.as_secs_f64(),
+            doctor_t.as_secs_f64() / raw_t.as_secs_f64()
+        );
     }
     Ok(())
 }

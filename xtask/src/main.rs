@@ -8,6 +8,7 @@
 //! cargo xtask snapshots [--accept] [--no-test]
 //! cargo xtask docs [--check]
 //! cargo xtask tidy
+//! cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
 //! ```
 
 mod bench;
@@ -26,9 +27,12 @@ tasks:
       Run `cargo test --workspace` with INSTA_UPDATE=new, then list every pending
       `*.snap.new` with a diff against its `.snap`. --accept renames each `.snap.new`
       over its `.snap`; --no-test skips the test run and reviews what is pending.
-  bench [--docs N]
-      Generate a synthetic store of N documents (default 20000), then time a release
-      `doctor --repair-sessions --dry-run` against merely reading every file of it.
+  bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
+      Generate real-format stores of N/10 and N documents (default 23000) from seed S,
+      then time a release `doctor --repair-sessions --dry-run` against the floor (a
+      parallel listing plus a read of every file it must read), alternating R runs
+      (default 5), medians; peak RSS; linearity; and a real run setting aside K
+      documents (default 10000) against a raw rename-and-fsync loop.
   docs [--check]
       Generate docs/rules/<code>.md from each rule's doc comment; --check fails when a
       page is stale. The check also runs in `cargo test`.

@@ -152,6 +152,9 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     let (removed, cleanup_errors) =
         exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    // A temporary file that could not be removed, or a removal without its receipt, fails the
+    // run as a failed action does.
+    applied.records_failed |= !cleanup_errors.is_empty();
     applied.summary.errors.extend(cleanup_errors);
     let mut planned = planned;
     planned.interrupted_writes = removed;
@@ -307,6 +310,7 @@ fn run_admin(
     let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
     let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
     report.interrupted_writes = removed;
+    report.records_failed |= !errors.is_empty();
     report.summary.errors.extend(errors);
     Ok(report)
 }

@@ -166,7 +166,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
             .outcomes
             .iter()
             .any(|o| o.outcome == plan::OutcomeKind::Failed);
-        return Ok(u8::from(failed));
+        return Ok(u8::from(failed || report.records_failed));
     }
     if !args.repair_sessions {
         let status = with_progress("scanning", || doctor::status(&opts))?;
@@ -193,10 +193,10 @@ fn run(args: &Args) -> Result<u8, RunError> {
             if report.dry_run {
                 return Err(e.into());
             }
-            report
-                .summary
-                .errors
-                .push(format!("cannot write the plan file: {e}"));
+            report.summary.errors.push(format!(
+                "cannot write the plan file {}: {e}",
+                path.display()
+            ));
             report.late_failure = true;
         }
     }

@@ -39,9 +39,9 @@ pub struct RepairReport {
     pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
-    /// A failure after the actions were applied (writing `last.json`, the plan file): the
-    /// report of what was done is still printed, its message is in `summary.errors`, and the
-    /// run exits 1.
+    /// A failure beside or after the actions (a receipt, `last.json` or the plan file that
+    /// could not be written): the report of what was done is still printed, its message is in
+    /// `summary.errors`, and the run exits 1.
     #[serde(skip)]
     pub late_failure: bool,
 }
@@ -90,7 +90,7 @@ impl RepairReport {
             unusable_bindings: planned.unusable_bindings,
             interrupted_writes: planned.interrupted_writes,
             ignored_why: planned.ignored_why,
-            late_failure: false,
+            late_failure: applied.records_failed,
             plan: planned.plan,
         }
     }
@@ -331,6 +331,9 @@ pub struct AdminReport {
     /// Temporary files that interrupted doctor writes left at paths this restore writes, which
     /// it removes first (dry run: would remove). Always empty for a purge.
     pub interrupted_writes: Vec<String>,
+    /// A receipt or a cleanup could not be done: the run exits 1.
+    #[serde(skip)]
+    pub records_failed: bool,
 }
 
 impl AdminReport {
@@ -342,6 +345,7 @@ impl AdminReport {
         applied: Option<Applied>,
     ) -> AdminReport {
         let dry_run = applied.is_none();
+        let records_failed = applied.as_ref().is_some_and(|a| a.records_failed);
         let (outcomes, errors) = match applied {
             Some(a) => (a.outcomes, a.summary.errors),
             None => (Vec::new(), Vec::new()),
@@ -383,6 +387,7 @@ impl AdminReport {
             skipped: planned.skipped,
             summary,
             interrupted_writes: Vec::new(),
+            records_failed,
         }
     }
 

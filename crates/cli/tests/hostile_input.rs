@@ -1971,52 +1971,14 @@ fn paused(args: &[&str], pause: &str, during: impl FnOnce()) -> (Option<i32>, St
 /// [`paused`] with several windows: one pause before the first mutation matching each of
 /// `pauses`, and `during[i]` runs inside the i-th window met.
 fn paused_steps<'a>(
-    args: &[&str],
-    pauses: &[&str],
+    args: &[&'a str],
+    pauses: &[&'a str],
     during: Vec<Box<dyn FnOnce() + 'a>>,
 ) -> (Option<i32>, String, String) {
-    use std::io::{BufRead, BufReader, Write};
-    let pause = pauses.join("|");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args(args)
-        .env("DOCTOR_NOW", NOW)
-        .env("DOCTOR_PAUSE_BEFORE", &pause)
-        .env_remove("DOCTOR_FAULT_AT")
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let stdout = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut stderr = String::new();
-    let mut stdin = child.stdin.take().unwrap();
-    for during in during {
-        loop {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                panic!("the doctor ended without pausing before {pause:?}: {stderr}");
-            }
-            stderr.push_str(&line);
-            if line.contains("fault point: paused") {
-                break;
-            }
-        }
-        during();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-    drop(stdin);
-    let _ = err.read_to_string(&mut stderr);
-    let status = child.wait().unwrap();
-    (status.code(), stdout.join().unwrap(), stderr)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.args(args).env("DOCTOR_NOW", NOW);
+    let run = common::run_paused(cmd, pauses.iter().copied().zip(during).collect());
+    (run.code, run.stdout, run.stderr)
 }
 
 fn outcome_in(report: &Value, path: &str) -> Value {
@@ -2356,5 +2318,634 @@ fn c56_a_store_whose_document_cannot_be_read_is_kept() {
             .iter()
             .any(|k| k["path"] == "e/runtime" && k["why"].as_str().unwrap().contains("may bind")),
         "{again:#}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 57-63. The doctor's own files as fifos and hard links, odd entries where a document or a lease
+// goes, a tampered manifest, and a late failure of `--plan-out`.
+// ---------------------------------------------------------------------------------------------
+
+/// Runs the doctor binary with `args` (nothing else), killed after `timeout`.
+fn doctor_args(args: &[&OsStr], timeout: Duration) -> BinOut {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args(args)
+        .env("DOCTOR_NOW", NOW)
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .env_remove("DOCTOR_PAUSE_BEFORE")
+        .env_remove("DOCTOR_FAULT_AT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn doctor {args:?}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let readers = (
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        }),
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }),
+    );
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    BinOut {
+        code: status.code(),
+        stdout: readers.0.join().unwrap(),
+        stderr: readers.1.join().unwrap(),
+        timed_out,
+    }
+}
+
+/// A library repair in another thread; the test fails (leaving the thread behind) when it has
+/// not returned after `timeout`.
+fn lib_within(s: &Path, dry_run: bool, timeout: Duration) -> Result<RepairReport, String> {
+    let s = s.to_path_buf();
+    let worker = std::thread::spawn(move || lib(&s, dry_run));
+    let start = Instant::now();
+    while !worker.is_finished() {
+        assert!(
+            start.elapsed() < timeout,
+            "the library repair (dry_run: {dry_run}) did not return within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    worker.join().unwrap()
+}
+
+/// Everything a binary run said.
+fn bin_said(out: &BinOut) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr)
+}
+
+/// A fifo at `S/.reconcile/receipts.jsonl`, and a torn document to set aside. Appending a
+/// receipt to a fifo opened without `O_NONBLOCK` blocks until a reader comes: the real run hung
+/// after its first action, holding `.reconcile.lock`. Now: the binary ends within the timeout
+/// with exit 1, naming the path; nothing is lost and the fifo stays; a library repair returns
+/// too and releases the lock (a separate process can take it); a restore, which reads the
+/// receipts, never hangs either; once the fifo is gone a run finishes cleanly and converges.
+#[test]
+fn c57_a_fifo_at_the_receipts_log_never_hangs_a_real_run() {
+    let c = Case::new();
+    // An earlier run, so a restore has a run to read.
+    write(&c.s, "old.json", b"{\"old\":");
+    let earlier = lib(&c.s, false).unwrap();
+    let receipts_log = c.s.join(".reconcile/receipts.jsonl");
+    std::fs::remove_file(&receipts_log).unwrap();
+    mkfifo(&receipts_log);
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(20));
+    assert!(
+        !out.timed_out,
+        "a fifo at receipts.jsonl hung the real run: {}",
+        bin_said(&out)
+    );
+    let said = bin_said(&out);
+    assert_says(&said, &receipts_log.display().to_string());
+    // Checked last, so every other expectation is seen first.
+    let first = (out.code, said.clone());
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    assert_keep_untouched(&before, &after);
+    assert_eq!(
+        after.get(Path::new(".reconcile/receipts.jsonl")),
+        Some(&Node::Other),
+        "the fifo is left where it is"
+    );
+    assert_eq!(c.outside_state(), outside, "something outside S changed");
+
+    // The library (a host embedding the doctor) returns, and leaves no lock held.
+    write(&c.s, "torn2.json", b"{\"torn2\":");
+    let before = tree(&c.s);
+    let in_process = lib_within(&c.s, false, Duration::from_secs(20));
+    let said = match &in_process {
+        Ok(report) => report.summary.errors.join("\n"),
+        Err(e) => e.clone(),
+    };
+    assert_says(&said, &receipts_log.display().to_string());
+    assert_nothing_lost(&before, &tree(&c.s));
+    drop(common::Holder::spawn(&[c.s.join(".reconcile.lock")]));
+    let second = doctor_bin(&c.s, false, false, None, Duration::from_secs(20));
+    assert!(!second.timed_out, "{}", bin_said(&second));
+    assert_ne!(
+        second.code,
+        Some(75),
+        "the lock was left held: {}",
+        bin_said(&second)
+    );
+
+    // A restore reads the receipts (the documents a run's recoveries wrote): never a hang.
+    let s = c.s.as_os_str();
+    let restore = doctor_args(
+        &[
+            "--restore".as_ref(),
+            earlier.run.as_ref(),
+            "--dry-run".as_ref(),
+            "--json".as_ref(),
+            "--sessions-dir".as_ref(),
+            s,
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        !restore.timed_out,
+        "a fifo at receipts.jsonl hung --restore: {}",
+        bin_said(&restore)
+    );
+    if restore.code != Some(0) {
+        assert_says(&bin_said(&restore), &receipts_log.display().to_string());
+    }
+
+    // Without the fifo, a run finishes cleanly and the store converges.
+    std::fs::remove_file(&receipts_log).unwrap();
+    let clean = doctor_bin(&c.s, false, false, None, Duration::from_secs(20));
+    assert_eq!(clean.code, Some(0), "{}", bin_said(&clean));
+    let again = lib(&c.s, true).unwrap();
+    assert!(again.plan.actions.is_empty(), "{:?}", again.plan.actions);
+    // An action applied without its receipt is a failed run (invariants.md: every action is
+    // receipted), never a success.
+    assert_eq!(
+        first.0,
+        Some(1),
+        "receipts that cannot be written fail the run: {}",
+        first.1
+    );
+}
+
+/// A bound store `b/runtime` (its session `b` is healthy) that also holds `th-gone`, a thread
+/// bound to the missing session `gone`: R4 unbinds it (and R3, the store being bound, does
+/// nothing more). Its `session-unbind-receipts.jsonl` is a fifo.
+fn unbind_receipts_fifo() -> (Case, PathBuf, Vec<u8>) {
+    let c = Case::new();
+    write(
+        &c.s,
+        "b.json",
+        pretty(&bound_document(&c.s, "b", "b/runtime")),
+    );
+    store_with_thread(&c.s, "b/runtime", "th-b", Some("b"), 1);
+    let gone = thread("th-gone", Some("gone"));
+    write(&c.s, "b/runtime/threads/th-gone.json", pretty(&gone));
+    stores::write_turn(&c.s, "b/runtime", "th-gone", 1);
+    let fifo = c.s.join("b/runtime/session-unbind-receipts.jsonl");
+    mkfifo(&fifo);
+    (c, fifo, pretty(&gone))
+}
+
+const GONE_RECORD: &str = "b/runtime/threads/th-gone.json";
+
+/// A fifo at a store's `session-unbind-receipts.jsonl`: R4's receipt in the store hung the
+/// real run forever, holding `.reconcile.lock` and the store's owner lock. Now the binary ends
+/// within the timeout; the unbind fails naming the fifo (exit 1), centrally receipted; nothing
+/// is lost; the thread record is either unchanged or rewritten with its previous version kept
+/// (the test prints which); the library returns too and both locks can be taken afterwards.
+#[test]
+fn c58_a_fifo_at_a_stores_unbind_receipts_never_hangs_a_real_run() {
+    let (c, fifo, original) = unbind_receipts_fifo();
+    let dry = lib(&c.s, true).unwrap();
+    let paths: Vec<&str> = dry.plan.actions.iter().map(|a| a.path.as_str()).collect();
+    assert_eq!(paths, [GONE_RECORD], "{}", said(&Ok(dry.clone())));
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(20));
+    assert!(
+        !out.timed_out,
+        "a fifo at session-unbind-receipts.jsonl hung the real run: {}",
+        bin_said(&out)
+    );
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is the report ({e}): {}", bin_said(&out)));
+    let o = outcome_in(&report, GONE_RECORD);
+    assert_eq!(o["outcome"], "failed", "{o}");
+    assert_says(
+        o["why"].as_str().unwrap_or_default(),
+        &fifo.display().to_string(),
+    );
+    assert_eq!(out.code, Some(1), "{}", bin_said(&out));
+    let central: Vec<Value> = receipts(&c.s)
+        .into_iter()
+        .filter(|r| r["path"] == GONE_RECORD)
+        .collect();
+    assert_eq!(central.len(), 1, "{central:?}");
+    assert_eq!(central[0]["outcome"], "failed", "{central:?}");
+
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    assert_keep_untouched(&before, &after);
+    assert_eq!(
+        after.get(Path::new("b/runtime/session-unbind-receipts.jsonl")),
+        Some(&Node::Other),
+        "the fifo is left where it is"
+    );
+    assert_eq!(c.outside_state(), outside, "something outside S changed");
+    // Not half-done: unchanged, or rewritten without its binding and its previous bytes kept.
+    let now = std::fs::read(c.s.join(GONE_RECORD)).unwrap();
+    if now == original {
+        println!("c58: the thread record was left unchanged");
+    } else {
+        let run = report["run"].as_str().unwrap();
+        let rewritten: Value = serde_json::from_slice(&now).unwrap();
+        assert!(
+            rewritten.get("session_id").is_none()
+                && rewritten.get("saved_session_checkpoint").is_none(),
+            "the record changed, but not into its unbound form: {rewritten:#}"
+        );
+        assert_eq!(
+            std::fs::read(c.s.join(format!(".set-aside/{run}/{GONE_RECORD}"))).ok(),
+            Some(original.clone()),
+            "the record was rewritten without its previous version kept"
+        );
+        let manifest =
+            std::fs::read_to_string(c.s.join(format!(".set-aside/{run}/MANIFEST.jsonl"))).unwrap();
+        assert!(
+            manifest.lines().any(|l| {
+                let l: Value = serde_json::from_str(l).unwrap();
+                l["original"] == GONE_RECORD && l["kind"] == "previous_version"
+            }),
+            "{manifest}"
+        );
+        println!("c58: the thread record was rewritten, its previous version kept in {run}");
+    }
+    let second = doctor_bin(&c.s, false, false, None, Duration::from_secs(20));
+    assert!(!second.timed_out, "{}", bin_said(&second));
+    assert_ne!(
+        second.code,
+        Some(75),
+        "the lock was left held: {}",
+        bin_said(&second)
+    );
+
+    // In process: the library returns and releases `.reconcile.lock` and the owner lock.
+    let (c, fifo, _) = unbind_receipts_fifo();
+    let report = lib_within(&c.s, false, Duration::from_secs(20)).unwrap();
+    let o = outcome_of(&report, GONE_RECORD);
+    assert_eq!(o.outcome, OutcomeKind::Failed, "{o:?}");
+    assert_says(
+        o.why.as_deref().unwrap_or_default(),
+        &fifo.display().to_string(),
+    );
+    drop(common::Holder::spawn(&[
+        c.s.join(".reconcile.lock"),
+        c.s.join("b/runtime/runtime-process.owner.lock"),
+    ]));
+}
+
+/// `S/.reconcile/receipts.jsonl` is a hard link to a file outside S: appending to it appended
+/// the receipts to that file. A real run that applies actions (the rich store) leaves the file
+/// outside byte for byte as it was (and its mtime), names the path, and exits 1; nothing in S
+/// is lost.
+#[test]
+fn c59_a_receipts_log_hard_linked_outside_s_is_never_appended_to() {
+    let c = Case::new();
+    rich_store(&c.s);
+    let theirs = b"{\"theirs\":\"a log of someone else\"}\n";
+    write(&c.outside, "receipts.jsonl", theirs);
+    let receipts_log = c.s.join(".reconcile/receipts.jsonl");
+    std::fs::create_dir_all(receipts_log.parent().unwrap()).unwrap();
+    std::fs::hard_link(c.outside.join("receipts.jsonl"), &receipts_log).unwrap();
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let out = doctor_bin(&c.s, false, false, None, Duration::from_secs(60));
+    assert!(!out.timed_out, "{}", bin_said(&out));
+    assert_eq!(
+        std::fs::read(c.outside.join("receipts.jsonl")).unwrap(),
+        theirs,
+        "receipts were appended to the file outside S: {}",
+        bin_said(&out)
+    );
+    assert_eq!(c.outside_state(), outside, "something outside S changed");
+    assert_says(&bin_said(&out), &receipts_log.display().to_string());
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    assert_keep_untouched(&before, &after);
+    // Checked last, so every other expectation is seen first.
+    assert_eq!(
+        out.code,
+        Some(1),
+        "receipts that cannot be written fail the run: {}",
+        bin_said(&out)
+    );
+}
+
+/// A fifo at `S/th-o.json`, where `th-o` is an orphan thread R3 would recover: the id is taken
+/// (store-format.md: whatever stands at the name). The dry run planned a recovery the executor
+/// then skipped as "document id taken", and every later run planned it again. Now the dry and
+/// the real run both plan nothing for it and list it under `skipped` as "document id taken"
+/// (same plan, same skips), the fifo is untouched, and a second real run plans the same and
+/// applies nothing. Through the binary, with a timeout.
+#[test]
+fn c60_a_fifo_at_an_orphans_document_name_is_a_taken_id_at_planning_and_execution() {
+    let c = Case::new();
+    store_with_thread(&c.s, "o/runtime", "th-o", None, 1);
+    let fifo = c.s.join("th-o.json");
+    mkfifo(&fifo);
+    let ino = std::fs::symlink_metadata(&fifo).unwrap().ino();
+    let record = "o/runtime/threads/th-o.json";
+    let before = tree(&c.s);
+    let outside = c.outside_state();
+
+    let run = |dry_run: bool| -> Value {
+        let out = doctor_bin(&c.s, dry_run, false, None, Duration::from_secs(20));
+        assert!(!out.timed_out, "dry_run {dry_run}: {}", bin_said(&out));
+        assert_eq!(out.code, Some(0), "dry_run {dry_run}: {}", bin_said(&out));
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let dry = run(true);
+    let real = run(false);
+    for (which, r) in [("dry", &dry), ("real", &real)] {
+        let actions = r["plan"]["actions"].as_array().unwrap();
+        assert!(
+            actions.iter().all(|a| a["path"] != record),
+            "{which} run plans a recovery into the fifo: {r:#}"
+        );
+        let skipped = r["skipped"].as_array().unwrap();
+        assert!(
+            skipped.iter().any(|k| k["path"] == record
+                && k["rule"] == "R3"
+                && k["why"] == "document id taken"),
+            "{which} run does not skip {record} as document id taken: {r:#}"
+        );
+    }
+    assert_eq!(dry["plan"]["actions"], real["plan"]["actions"], "{real:#}");
+    assert_eq!(dry["skipped"], real["skipped"], "{real:#}");
+    let outcomes = real["outcomes"].as_array().unwrap();
+    assert!(
+        outcomes.iter().all(|o| o["outcome"] == "applied"),
+        "{real:#}"
+    );
+
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()) && meta.ino() == ino,
+        "the fifo was replaced"
+    );
+    let after = tree(&c.s);
+    assert_nothing_lost(&before, &after);
+    assert_keep_untouched(&before, &after);
+    assert_eq!(
+        after.get(Path::new(record)),
+        before.get(Path::new(record)),
+        "the thread stays unbound"
+    );
+    assert_eq!(c.outside_state(), outside, "something outside S changed");
+
+    let second = run(false);
+    assert_eq!(
+        second["plan"]["actions"], real["plan"]["actions"],
+        "{second:#}"
+    );
+    assert_eq!(second["skipped"], real["skipped"], "{second:#}");
+    let outcomes = second["outcomes"].as_array().unwrap();
+    assert!(
+        outcomes.iter().all(|o| o["outcome"] != "applied"
+            && !o["why"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("changed since planned")),
+        "the second run: {second:#}"
+    );
+    assert!(outcomes.is_empty(), "nothing is left to apply: {second:#}");
+}
+
+/// A Unix socket bound at `.late-usage/torn.live`, next to the torn document `torn.json`: a
+/// lease that is not a regular file is no lease (decisions.md), at planning and at execution.
+/// Planning treated it as no lease and the executor skipped the set-aside as "cannot check the
+/// live lease". Now the dry run plans the set-aside and the real run applies it.
+#[test]
+fn c61_a_socket_in_place_of_a_live_lease_is_no_lease_at_planning_and_execution() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let lease = c.s.join(".late-usage/torn.live");
+    std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(&lease).unwrap();
+    let o = exercise(&c);
+    let paths: Vec<&str> = o
+        .dry()
+        .plan
+        .actions
+        .iter()
+        .map(|a| a.path.as_str())
+        .collect();
+    assert_eq!(paths, ["torn.json"], "{}", o.said());
+    let real = o.real();
+    let out = outcome_of(real, "torn.json");
+    assert_eq!(out.outcome, OutcomeKind::Applied, "{out:?}\n{}", o.said());
+    assert!(
+        !o.said().contains("cannot check the live lease"),
+        "{}",
+        o.said()
+    );
+    assert!(!o.after.contains_key(Path::new("torn.json")));
+    assert_eq!(
+        o.after
+            .get(&PathBuf::from(format!(".set-aside/{}/torn.json", real.run))),
+        Some(&file(b"{\"torn\":"))
+    );
+    let meta = std::fs::symlink_metadata(&lease).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()),
+        "the socket is left where it is"
+    );
+    let again = lib(&c.s, true).unwrap();
+    assert!(again.plan.actions.is_empty(), "{:?}", again.plan.actions);
+}
+
+/// A real set-aside run whose MANIFEST.jsonl has been given lines whose `moved_to` is not under
+/// `.set-aside/<that run>/` but names a live item: `keep.json` (as is, and as
+/// `.set-aside/<run>/../../keep.json`), `keep/runtime` (with its true digests, so only the
+/// place gives them away), and an app line naming `<S>/keep/runtime`. `--restore RUN` (dry and
+/// real) refuses each line, naming its `moved_to`, and moves nothing of `keep`: no action reads
+/// from a live item, no "original" of those lines is created.
+#[test]
+fn c62_a_manifest_line_moved_to_a_live_item_is_refused_by_restore() {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    let run = lib(&c.s, false).unwrap().run;
+    let keep_doc = std::fs::read(c.s.join("keep.json")).unwrap();
+    let keep_store = fsroot::Root::open(&c.s)
+        .unwrap()
+        .tree_digest(Path::new("keep/runtime"))
+        .unwrap();
+    let abs = c.s.display().to_string();
+    let doc_line = |original: &str, moved_to: &str| {
+        json!({
+            "run": run, "rule": "R1", "original": original, "moved_to": moved_to,
+            "reason": "tampered", "kind": "document",
+            "sha256": common::sha256_hex(&keep_doc), "bytes": keep_doc.len(), "at": NOW
+        })
+    };
+    let traversal = format!(".set-aside/{run}/../../keep.json");
+    let lines = [
+        doc_line("stolen.json", "keep.json"),
+        doc_line("stolen2.json", &traversal),
+        json!({
+            "run": run, "rule": "R2", "original": "stolen/runtime", "moved_to": "keep/runtime",
+            "reason": "tampered", "kind": "runtime_store",
+            "tree_blake3": keep_store.tree_blake3, "bytes": keep_store.bytes, "at": NOW
+        }),
+        json!({
+            "original": format!("{abs}/stolen3/runtime"),
+            "moved_to": format!("{abs}/keep/runtime"),
+            "reason": "tampered", "at": NOW, "detail": {"kind": "runtime_store"}
+        }),
+    ];
+    let manifest = c.s.join(format!(".set-aside/{run}/MANIFEST.jsonl"));
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    for l in &lines {
+        text.push_str(&serde_json::to_string(l).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(&manifest, text).unwrap();
+    let keep_before: Tree = tree(&c.s)
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("keep") || p == Path::new("keep.json"))
+        .collect();
+    let live = ["keep.json", "keep/runtime"];
+    let stolen = ["stolen.json", "stolen2.json", "stolen", "stolen3"];
+
+    for dry_run in [true, false] {
+        let mut args: Vec<&OsStr> = vec!["--restore".as_ref(), run.as_ref(), "--json".as_ref()];
+        if dry_run {
+            args.push("--dry-run".as_ref());
+        }
+        args.extend(["--sessions-dir".as_ref(), c.s.as_os_str()]);
+        let out = doctor_args(&args, Duration::from_secs(30));
+        assert!(!out.timed_out, "{}", bin_said(&out));
+        let report: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("dry_run {dry_run} ({e}): {}", bin_said(&out)));
+        let skipped = report["skipped"].as_array().unwrap();
+        for l in &lines {
+            let moved_to = l["moved_to"].as_str().unwrap();
+            assert!(
+                skipped
+                    .iter()
+                    .any(|k| k["why"].as_str().unwrap_or_default().contains(moved_to)),
+                "dry_run {dry_run}: no refusal names {moved_to}: {report:#}"
+            );
+        }
+        for a in report["plan"]["actions"].as_array().unwrap() {
+            for field in ["path", "from"] {
+                let p = a[field].as_str().unwrap_or_default();
+                assert!(
+                    !live.iter().chain(&stolen).any(|x| p == *x
+                        || p.starts_with(&format!("{x}/"))
+                        || p == format!("{abs}/{x}")),
+                    "dry_run {dry_run}: an action on {p}: {report:#}"
+                );
+            }
+        }
+        let keep_now: Tree = tree(&c.s)
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("keep") || p == Path::new("keep.json"))
+            .collect();
+        assert_eq!(
+            keep_now, keep_before,
+            "dry_run {dry_run}: the live session moved"
+        );
+        for x in stolen {
+            assert!(
+                std::fs::symlink_metadata(c.s.join(x)).is_err(),
+                "dry_run {dry_run}: {x} was created"
+            );
+        }
+    }
+}
+
+/// Real runs on the rich store with `--plan-out` naming a path that cannot be written: inside
+/// a directory that does not exist, inside a regular file, and a directory holding a file. The
+/// actions are applied whatever happens then, so the report of what was applied is still
+/// printed (JSON, and the human form), the failure is in `summary.errors` naming the path, and
+/// the run exits 1; whatever stands at the path is left as it was.
+#[test]
+fn c63_an_unwritable_plan_out_keeps_the_report_of_what_was_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "a-file", b"theirs\n");
+    write(tmp.path(), "a-dir/keep", b"theirs\n");
+    let targets = [
+        tmp.path().join("no-such-dir/plan.json"),
+        tmp.path().join("a-file/plan.json"),
+        tmp.path().join("a-dir"),
+    ];
+    // Errors that do not name the --plan-out path, reported together at the end.
+    let mut unnamed = Vec::new();
+    for target in &targets {
+        for json in [true, false] {
+            let c = Case::new();
+            rich_store(&c.s);
+            let mut args: Vec<&OsStr> = vec![
+                "--repair-sessions".as_ref(),
+                "--plan-out".as_ref(),
+                target.as_os_str(),
+                "--sessions-dir".as_ref(),
+                c.s.as_os_str(),
+            ];
+            if json {
+                args.push("--json".as_ref());
+            }
+            let out = doctor_args(&args, Duration::from_secs(60));
+            let said = bin_said(&out);
+            assert!(!out.timed_out, "{said}");
+            assert_eq!(out.code, Some(1), "{}: {said}", target.display());
+            let path = target.display().to_string();
+            if json {
+                let report: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+                    panic!("stdout is the report ({e}), --plan-out {path}: {said}")
+                });
+                let outcomes = report["outcomes"].as_array().unwrap();
+                assert_eq!(outcomes.len(), RICH_ACTIONS, "{said}");
+                assert!(outcomes.iter().all(|o| o["outcome"] == "applied"), "{said}");
+                let errors = report["summary"]["errors"].as_array().unwrap();
+                assert!(!errors.is_empty(), "{said}");
+                if !errors
+                    .iter()
+                    .any(|e| e.as_str().unwrap_or_default().contains(&path))
+                {
+                    unnamed.push(format!("--json: no error names {path}: {errors:?}"));
+                }
+            } else {
+                assert_says(&out.stdout, "Sessions repaired");
+                if !out.stdout.contains(&path) {
+                    unnamed.push(format!("human: the output does not name {path}: {said}"));
+                }
+            }
+            assert!(!c.s.join("torn.json").exists(), "the actions were applied");
+            assert_eq!(receipts(&c.s).len(), RICH_ACTIONS, "every action receipted");
+        }
+    }
+    assert_eq!(
+        std::fs::read(tmp.path().join("a-file")).unwrap(),
+        b"theirs\n"
+    );
+    assert_eq!(
+        tree(&tmp.path().join("a-dir")),
+        Tree::from([(PathBuf::from("keep"), file(b"theirs\n"))])
+    );
+    assert!(!tmp.path().join("no-such-dir").exists());
+    assert!(
+        unnamed.is_empty(),
+        "the failure must name the --plan-out path as given:\n{}",
+        unnamed.join("\n")
     );
 }

@@ -103,6 +103,9 @@ pub struct Applied {
     pub outcomes: Vec<Outcome>,
     /// Counts of applied actions, and errors.
     pub summary: Summary,
+    /// Whether a receipt could not be written: an action was done (or skipped) without its
+    /// record, so the run fails (exit 1) although every action may have been applied.
+    pub records_failed: bool,
 }
 
 /// Applies `plan` as run `run`. Requires the reconcile lock (the guard proves it is held).
@@ -149,6 +152,7 @@ pub fn apply_plan(
         if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
         {
             applied.summary.errors.push(e.to_string());
+            applied.records_failed = true;
         }
         applied.outcomes.push(Outcome {
             seq: action.seq,

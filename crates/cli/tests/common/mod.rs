@@ -327,6 +327,10 @@ pub fn records_text(text: &str, what: &str, red: &Redactions) -> String {
     out
 }
 
+/// One pause window: the text of the mutation to pause before, and what to do inside it.
+#[allow(dead_code)]
+pub type Window<'a> = (&'a str, Box<dyn FnOnce() + 'a>);
+
 /// What a paused run printed, and how it ended.
 #[allow(dead_code)]
 pub struct PausedRun {
@@ -340,10 +344,7 @@ pub struct PausedRun {
 /// description contains the text, the entry's closure changes the store inside that window,
 /// then the run goes on. A race becomes a deterministic test.
 #[allow(dead_code)]
-pub fn run_paused<'a>(
-    mut cmd: std::process::Command,
-    windows: Vec<(&str, Box<dyn FnOnce() + 'a>)>,
-) -> PausedRun {
+pub fn run_paused(mut cmd: std::process::Command, windows: Vec<Window<'_>>) -> PausedRun {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::process::Stdio;
     let texts: Vec<&str> = windows.iter().map(|(t, _)| *t).collect();
