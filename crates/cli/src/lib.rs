@@ -149,15 +149,13 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     };
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
     let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes);
-    let (removed, cleanup_errors) =
-        exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
+    let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
-    // A temporary file that could not be removed, or a removal without its receipt, fails the
-    // run as a failed action does.
-    applied.records_failed |= !cleanup_errors.is_empty();
-    applied.summary.errors.extend(cleanup_errors);
+    // A removal without its receipt fails the run, as an action without one does.
+    applied.records_failed |= cleanup.records_failed;
+    applied.summary.errors.extend(cleanup.errors);
     let mut planned = planned;
-    planned.interrupted_writes = removed;
+    planned.interrupted_writes = cleanup.removed;
     let mut report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
     finish_or_note(&root, &mut report, opts.clock);
     Ok(report)
@@ -306,12 +304,12 @@ fn run_admin(
     // A restore killed while it wrote a record left that write's temporary file: removed first,
     // receipted, as a repair removes them.
     let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
-    let (removed, errors) = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
+    let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
     let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
-    report.interrupted_writes = removed;
-    report.records_failed |= !errors.is_empty();
-    report.summary.errors.extend(errors);
+    report.interrupted_writes = cleanup.removed;
+    report.records_failed |= cleanup.records_failed;
+    report.summary.errors.extend(cleanup.errors);
     Ok(report)
 }
 

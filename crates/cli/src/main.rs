@@ -106,10 +106,14 @@ fn with_progress<T>(message: &'static str, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Streams `value` as pretty JSON to standard output (never built whole in memory: a report of
+/// a large store is large).
 fn print_json(value: &impl serde::Serialize) {
-    let mut out = serde_json::to_string_pretty(value).expect("report serializes");
-    out.push('\n');
-    let _ = std::io::stdout().write_all(out.as_bytes());
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
 }
 
 fn main() -> ExitCode {

@@ -222,9 +222,10 @@ pub fn remove_interrupted_writes(
     paths: &[String],
     run: &RunId,
     clock: Clock,
-) -> (Vec<String>, Vec<String>) {
+) -> Cleanup {
     let mut removed = Vec::new();
     let mut errors = Vec::new();
+    let mut records_failed = false;
     for path in paths {
         // Re-checked right before: the store's owner lock is taken (and held until the removal
         // is done), then the session's lease probed. A temp file that became live since the
@@ -267,9 +268,25 @@ pub fn remove_interrupted_writes(
         if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
         {
             errors.push(e.to_string());
+            records_failed = true;
         }
     }
-    (removed, errors)
+    Cleanup {
+        removed,
+        errors,
+        records_failed,
+    }
+}
+
+/// What [`remove_interrupted_writes`] did.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    /// The temporary files removed.
+    pub removed: Vec<String>,
+    /// Removals that failed, and receipts that could not be written.
+    pub errors: Vec<String>,
+    /// Whether a receipt could not be written (the run fails, as in [`Applied`]).
+    pub records_failed: bool,
 }
 
 /// Writes `S/.reconcile/last.json` atomically.

@@ -22,8 +22,8 @@ pub struct Inventory {
     pub taken_document_names: BTreeSet<String>,
     /// Ids with a `.late-usage/<id>.deleted` tombstone.
     pub deleted_sessions: BTreeSet<String>,
-    /// Session-directory ids that some known document's text names (a UUID in any case, any
-    /// other id as a substring).
+    /// Ids of artifact-only and empty session directories (the only ones text can spare) that
+    /// some known document's text names (a UUID in any case, any other id as a substring).
     pub named_by_documents: BTreeSet<String>,
     /// Names from the read-only task stores (`$CODEWHALE_HOME/tasks/runtime`): each thread's
     /// `session_id`, its id and its derived UUID.
