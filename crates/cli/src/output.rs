@@ -134,7 +134,7 @@ impl RepairReport {
             unusable_bindings: Vec::new(),
             interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
-            late_failure: false,
+            late_failure: applied.records_failed,
             plan: file.plan,
         }
     }
@@ -328,8 +328,9 @@ pub struct AdminReport {
     pub skipped: Vec<Skipped>,
     /// Counts (planned for a dry run, done for a real run).
     pub summary: AdminSummary,
-    /// Temporary files that interrupted doctor writes left at paths this restore writes, which
-    /// it removes first (dry run: would remove). Always empty for a purge.
+    /// Temporary files of interrupted doctor writes this command removes first (dry run: would
+    /// remove): those in `.reconcile/`, and for a restore those next to the records it
+    /// rewrites.
     pub interrupted_writes: Vec<String>,
     /// A receipt or a cleanup could not be done: the run exits 1.
     #[serde(skip)]

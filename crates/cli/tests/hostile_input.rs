@@ -1370,26 +1370,30 @@ fn c29_runtime_is_a_file() {
     assert!(o.real().plan.actions.is_empty(), "{:?}", o.real().plan);
 }
 
-/// `.late-usage` is a file: no lease can be checked, so nothing is treated as not live. The
-/// torn document is planned (planning cannot see leases either) and its set-aside is skipped
-/// because the executor cannot check the lease.
+/// `.late-usage` is a file, or a symlink: no process can hold a lease under it (the app needs a
+/// real directory there), so there is no live session, at planning and at execution alike. The
+/// torn document is planned and set aside, and the next run plans nothing: dry run and real
+/// run agree, and the repair converges.
 #[test]
-fn c30_late_usage_is_a_file() {
-    let c = Case::new();
-    write(&c.s, ".late-usage", b"not a directory");
-    write(&c.s, "torn.json", b"{\"torn\":");
-    let o = exercise(&c);
-    assert_says(&o.said(), "ignored .late-usage  (unexpected kind of entry)");
-    let out = outcome_of(o.real(), "torn.json");
-    assert_eq!(out.outcome, OutcomeKind::Skipped);
-    assert!(
-        out.why
-            .as_deref()
-            .unwrap_or_default()
-            .contains(".late-usage/torn.live"),
-        "{out:?}"
-    );
-    assert!(o.after.contains_key(Path::new("torn.json")));
+fn c30_late_usage_is_a_file_or_a_symlink() {
+    for odd in ["file", "symlink"] {
+        let c = Case::new();
+        match odd {
+            "file" => write(&c.s, ".late-usage", b"not a directory"),
+            _ => {
+                std::fs::create_dir(c.s.join("leases")).unwrap();
+                std::fs::write(c.s.join("leases/torn.live"), b"").unwrap();
+                symlink("leases", &c.s.join(".late-usage"));
+            }
+        }
+        write(&c.s, "torn.json", b"{\"torn\":");
+        let o = exercise(&c);
+        let out = outcome_of(o.real(), "torn.json");
+        assert_eq!(out.outcome, OutcomeKind::Applied, "{odd}: {out:?}");
+        assert!(!o.after.contains_key(Path::new("torn.json")), "{odd}");
+        let again = lib(&c.s, true).unwrap();
+        assert!(again.plan.actions.is_empty(), "{odd}: {:?}", again.plan);
+    }
 }
 
 #[test]

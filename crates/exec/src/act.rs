@@ -49,49 +49,74 @@ impl Act<'_> {
     }
 
     /// Moves a document or an artifact directory aside: manifest line first, then the rename,
-    /// then the moved item is verified where it is now. An item replaced between the check and
-    /// the rename (a good document renamed over a torn one) is not what the line promises: a
-    /// second line records what was actually moved (the last line for a `moved_to` is the one
-    /// that counts), then it goes back to its path if nothing took that path meanwhile, and the
-    /// action is the skip the planner would have made.
+    /// then the moved item is verified where it landed. An item replaced between the check and
+    /// the rename (a good document renamed over a torn one), or one that cannot be looked at,
+    /// is not what the line promises: a second line records what was actually moved when it
+    /// can be digested (the last line for a `moved_to` is the one that counts), then it goes
+    /// back to its path if nothing took that path meanwhile, and the action is the skip the
+    /// planner would have made, its receipt naming what went back (`put_back_from`).
     pub fn set_aside(&self) -> Result<Extra, Refusal> {
         let path = Path::new(&self.action.path);
         let moved_to = self.mirrored(&self.action.path);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
-        self.root
-            .move_item(path, Path::new(&moved_to))
-            .map_err(fail)?;
+        let failure = self.moved(path, Path::new(&moved_to))?;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.clone().into())]);
-        let moved = match crate::item_digest(self.root, &moved_to) {
-            Ok(Some(d)) if d == self.action.precondition => return Ok(extra),
-            Ok(Some(d)) => d,
-            // Moved, but it cannot be looked at: it stays where the line says.
-            Ok(None) | Err(_) => return Ok(extra),
-        };
-        let mut corrected = line.with_digest(&moved);
-        corrected.reason = format!(
-            "{}; corrected: the item moved is not the one checked (it was replaced between \
-             the check and the move), this line records what was moved",
-            line.reason
-        );
-        self.write_manifest(&corrected)?;
-        match self.root.move_item(Path::new(&moved_to), path) {
-            Ok(()) => Err(Refusal::Skip(
+        let found = crate::item_digest(self.root, &moved_to);
+        if matches!(&found, Ok(Some(d)) if *d == self.action.precondition) {
+            return match failure {
+                None => Ok(extra),
+                Some(e) => Err(Refusal::Fail(e)),
+            };
+        }
+        if let Ok(Some(d)) = &found {
+            let mut corrected = line.with_digest(d);
+            corrected.reason = format!(
+                "{}; corrected: the item moved is not the one checked (it was replaced between \
+                 the check and the move), this line records what was moved",
+                line.reason
+            );
+            self.write_manifest(&corrected)?;
+        }
+        match self.moved(Path::new(&moved_to), path) {
+            Ok(_) => Err(Refusal::Undone(
                 "changed since planned: it was replaced between the check and the move, and \
                  was put back"
                     .into(),
+                Extra::from_iter([("put_back_from".to_owned(), moved_to.into())]),
             )),
-            Err(e) => {
+            Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _)) => {
                 extra.insert(
                     "not_as_planned".into(),
                     format!(
-                        "the item moved was replaced between the check and the move; the \
-                         manifest records what was moved; it could not be put back: {e}"
+                        "the item moved was replaced between the check and the move (the \
+                         manifest records what was moved when it could be digested); it \
+                         could not be put back: {e}"
                     )
                     .into(),
                 );
-                Ok(extra)
+                match failure {
+                    None => Ok(extra),
+                    Some(e) => Err(Refusal::Fail(e)),
+                }
+            }
+        }
+    }
+
+    /// Moves `from` to `to`, judging by what is there whether the rename happened: `Ok(None)`
+    /// moved; `Ok(Some(error))` moved, but something after the rename failed (a directory
+    /// fsync); `Err` not moved.
+    fn moved(&self, from: &Path, to: &Path) -> Result<Option<String>, Refusal> {
+        match self.root.move_item(from, to) {
+            Ok(()) => Ok(None),
+            Err(e) => {
+                let happened = matches!(self.root.stat(to), Ok(Some(_)))
+                    && matches!(self.root.stat(from), Ok(None));
+                if happened {
+                    Ok(Some(e.to_string()))
+                } else {
+                    Err(fail(e))
+                }
             }
         }
     }
@@ -164,8 +189,15 @@ impl Act<'_> {
             at: self.clock.now().to_string(),
         };
         self.write_manifest(&line)?;
+        // The very bytes the line records, created and never replacing anything (something
+        // at the mirrored path since the check above is not ours).
+        let mode = self
+            .root
+            .stat(Path::new(path))
+            .map_err(fail)?
+            .map_or(0o644, |s| s.mode & 0o777);
         self.root
-            .copy_file(Path::new(path), Path::new(&mirrored))
+            .create_atomic(Path::new(&mirrored), bytes, mode)
             .map_err(fail)
     }
 

@@ -363,16 +363,19 @@ fn receipts(root: &Root) -> fsroot::Result<Vec<Receipt>> {
     Ok(read_lines(root, &format!("{RECONCILE_DIR}/receipts.jsonl"))?.unwrap_or_default())
 }
 
-/// The `from` paths of every applied restore: items a restore took back out of their run.
+/// The items taken back out of their run: the `from` of every applied restore, and the
+/// `put_back_from` of every set-aside that found it had moved something other than what it
+/// checked and put it back at once.
 fn restored_items(root: &Root) -> fsroot::Result<BTreeSet<String>> {
     Ok(receipts(root)?
         .into_iter()
-        .filter(|r| r.action == ActionKind::Restore && r.outcome == OutcomeKind::Applied)
         .filter_map(|r| {
-            r.extra
-                .get("from")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
+            let key = match (r.action, r.outcome) {
+                (ActionKind::Restore, OutcomeKind::Applied) => "from",
+                (ActionKind::SetAside, _) => "put_back_from",
+                _ => return None,
+            };
+            r.extra.get(key).and_then(|v| v.as_str()).map(str::to_owned)
         })
         .collect())
 }
@@ -584,8 +587,22 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
         let (kind, want) = match &line.promise {
             Some(want) => {
                 let want = want.clone();
-                let now_there = found(root, &line.moved_to, &want)?;
-                let at_original = found(root, &line.original, &want)?;
+                // An item whose paths cannot be looked at (a symlink on the way, say) is
+                // reported and left; the rest of the run is restored.
+                let (now_there, at_original) = match (
+                    found(root, &line.moved_to, &want),
+                    found(root, &line.original, &want),
+                ) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(e), _) | (_, Err(e)) => {
+                        out.skip(&line.original, &line.rule, format!("{e}: kept"));
+                        continue;
+                    }
+                };
+                if now_there.is_none() && restored.contains(&line.moved_to) {
+                    out.skip(&line.original, &line.rule, "already restored".into());
+                    continue;
+                }
                 match now_there {
                     None if at_original.as_ref() == Some(&want) => {
                         out.skip(&line.original, &line.rule, "already in place".into());
@@ -643,7 +660,7 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
                 // store-move protocol's trace is the evidence: the lock file, which moves last,
                 // is still in the run, none is at the path, and no name is in both.
                 Ok(Some((ItemKind::RuntimeStore, _)))
-                    if root.stat(Path::new(&line.original))?.is_some() =>
+                    if !matches!(root.stat(Path::new(&line.original)), Ok(None)) =>
                 {
                     match crate::store_restore_cut_short(root, &line.original, &line.moved_to) {
                         Some(merged) => {
@@ -679,9 +696,10 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
                 }
             },
         };
+        // Anything at the path, or a path that cannot be looked at, is occupied.
         if kind != ItemKind::PreviousVersion
             && !continuing
-            && root.stat(Path::new(&line.original))?.is_some()
+            && !matches!(root.stat(Path::new(&line.original)), Ok(None))
         {
             out.skip(
                 &line.original,
@@ -807,14 +825,20 @@ fn verify_run(
             if e.kind == EntryKind::File && store::ids::is_doctor_temp(&e.name.to_string_lossy()) {
                 continue;
             }
-            if rel == format!("{top}/MANIFEST.jsonl")
-                || listed
-                    .iter()
-                    .any(|m| rel == *m || rel.starts_with(&format!("{m}/")))
-            {
+            // Listed itself, or inside a listed item: one lookup per ancestor, not a walk of
+            // the whole manifest per entry.
+            let inside_item = std::iter::successors(Some(rel.as_str()), |p| {
+                p.rsplit_once('/').map(|(parent, _)| parent)
+            })
+            .any(|p| listed.contains(p));
+            if rel == format!("{top}/MANIFEST.jsonl") || inside_item {
                 continue;
             }
-            let leads_to_item = listed.iter().any(|m| m.starts_with(&format!("{rel}/")));
+            let below = format!("{rel}/");
+            let leads_to_item = listed
+                .range(below.clone()..)
+                .next()
+                .is_some_and(|m| m.starts_with(&below));
             if e.kind == EntryKind::Dir && leads_to_item {
                 stack.push(rel);
             } else {

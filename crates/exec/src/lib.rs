@@ -125,6 +125,7 @@ pub fn apply_plan(
         let (outcome, why, extra) = match apply_one(root, action, run, clock, &planned_at) {
             Ok(extra) => (OutcomeKind::Applied, None, extra),
             Err(Refusal::Skip(why)) => (OutcomeKind::Skipped, Some(why), Default::default()),
+            Err(Refusal::Undone(why, extra)) => (OutcomeKind::Skipped, Some(why), extra),
             Err(Refusal::Fail(why)) => {
                 applied.summary.errors.push(why.clone());
                 (OutcomeKind::Failed, Some(why), Default::default())
@@ -232,7 +233,7 @@ pub fn remove_interrupted_writes(
         // dry run listed it is left, and the skip receipted like any other.
         let owner = match path.rsplit_once("/threads/") {
             Some((store, _)) => lock_store(root, store).map_err(|r| match r {
-                Refusal::Skip(why) | Refusal::Fail(why) => why,
+                Refusal::Skip(why) | Refusal::Fail(why) | Refusal::Undone(why, _) => why,
             }),
             None => Ok(None),
         };
@@ -243,7 +244,7 @@ pub fn remove_interrupted_writes(
             Ok(_) if !lease_is_free(root, path) => {
                 (OutcomeKind::Skipped, Some("session is live".to_owned()), 0)
             }
-            Ok(_guard) => match root.remove_tree(Path::new(path)) {
+            Ok(_guard) => match root.remove_file(Path::new(path)) {
                 Ok(b) => {
                     removed.push(path.clone());
                     (OutcomeKind::Applied, None, b)
@@ -299,6 +300,8 @@ pub fn write_last(root: &WritableRoot, last: &LastRun) -> fsroot::Result<()> {
 pub(crate) enum Refusal {
     Skip(String),
     Fail(String),
+    /// Skipped after acting and undoing it; the receipt carries what was undone.
+    Undone(String, Extra),
 }
 
 pub(crate) fn append_json_line<T: serde::Serialize>(
@@ -331,8 +334,13 @@ pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal>
     let lease = format!("{LATE_USAGE_DIR}/{id}.live");
     let path = Path::new(&lease);
     match root.stat(path) {
+        // Nothing there, or no regular file: no lease. A `.late-usage` that is a symlink or
+        // not a directory holds no lease either (the app needs a real directory; the scan
+        // ignores such an entry).
+        Ok(None) => return Ok(false),
         Ok(Some(s)) if s.kind != fsroot::EntryKind::File => return Ok(false),
-        Ok(_) => {}
+        Ok(Some(_)) => {}
+        Err(e) if e.is_symlink() => return Ok(false),
         Err(e) => return Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
     }
     // Missing: no lease. A lease directory that is not a directory cannot be probed: a skip.

@@ -140,7 +140,9 @@ pub fn apply_reclaim(
                 }
                 (OutcomeKind::Applied, None, extra)
             }
-            Err(Refusal::Skip(why)) => (OutcomeKind::Skipped, Some(why), root_only(action)),
+            Err(Refusal::Skip(why) | Refusal::Undone(why, _)) => {
+                (OutcomeKind::Skipped, Some(why), root_only(action))
+            }
             Err(Refusal::Fail(why)) => {
                 done.errors.push(why.clone());
                 (OutcomeKind::Failed, Some(why), root_only(action))

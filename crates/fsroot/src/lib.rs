@@ -307,11 +307,21 @@ impl Root {
 
     /// The error for a failed open of `p`: a symlink on the way is named as such (a second
     /// look, for the message only; nothing is acted on through it).
-    fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error) -> Error {
-        if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
+    /// `whole`: the path names a directory, so a symlink as its last component is one on the
+    /// way too (the kernel says `ENOTDIR` for it, not `ELOOP`).
+    fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error, whole: bool) -> Error {
+        let errno = e.raw_os_error();
+        let maybe_link = errno == Some(Errno::LOOP.raw_os_error())
+            || (whole && errno == Some(Errno::NOTDIR.raw_os_error()));
+        if maybe_link {
             let mut prefix = PathBuf::new();
             let parts: Vec<_> = p.components().collect();
-            for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            let upto = if whole {
+                parts.len()
+            } else {
+                parts.len().saturating_sub(1)
+            };
+            for part in parts.iter().take(upto) {
                 prefix.push(part);
                 if self
                     .dir
@@ -331,7 +341,7 @@ impl Root {
     fn open_dir(&self, p: &Path, op: &'static str) -> Result<Dir> {
         let fd = self
             .open_beneath(p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-            .map_err(|e| self.open_error(op, p, e))?;
+            .map_err(|e| self.open_error(op, p, e, true))?;
         Ok(Dir::from_std_file(std::fs::File::from(fd)))
     }
 
@@ -348,7 +358,7 @@ impl Root {
     fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
         let fd = self
             .open_beneath(p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
-            .map_err(|e| self.open_error(op, p, e))?;
+            .map_err(|e| self.open_error(op, p, e, false))?;
         let f = cap_std::fs::File::from_std(std::fs::File::from(fd));
         let m = f.metadata().map_err(|e| self.err(op, p, e))?;
         if !m.is_file() {
@@ -545,7 +555,7 @@ impl Root {
         let file = match self.open_beneath(&p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()) {
             Ok(f) => regular_fd(f, &self.display_path(&p))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
-            Err(e) => return Err(self.open_error("probe lock", &p, e)),
+            Err(e) => return Err(self.open_error("probe lock", &p, e, false)),
         };
         lock::probe(&file).map_err(|e| self.err("probe lock", &p, e))
     }
@@ -677,9 +687,13 @@ impl WritableRoot {
             .create_new(true)
             .follow(FollowSymlinks::No)
             .mode(exact.unwrap_or(0o644));
+        // Set once the temporary file is ours: only then is it removed on failure (a file
+        // already at that name is someone else's).
+        let mut created = false;
         let result = (|| {
             let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
+            created = true;
             if let Some(mode) = exact {
                 // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
                 fault::mutation("set permissions of", &tmp, || {
@@ -712,7 +726,7 @@ impl WritableRoot {
                         rustix::fs::AtFlags::empty(),
                     )
                     .map_err(std::io::Error::from)?;
-                    dir.remove_file(&tmp_name)
+                    fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
                 })
             })
             .map_err(|e| {
@@ -724,7 +738,11 @@ impl WritableRoot {
             })
         })();
         if result.is_err() {
-            let _ = dir.remove_file(&tmp_name);
+            if created {
+                // A temporary file this cannot remove is left for the next run's removal of
+                // interrupted writes; the error reported is the one that failed the write.
+                let _ = fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name));
+            }
             return result;
         }
         self.sync_dir(&dir, &parent)
@@ -801,19 +819,24 @@ impl WritableRoot {
         self.sync_dir(&from_dir, f.parent().unwrap_or(Path::new("")))
     }
 
-    /// Copies the regular file `from` to the new file `to` (which must not exist), fsyncing the
-    /// copy and its directory, with the permission bits of `from`. Parents of `to` are created.
-    pub fn copy_file(&self, from: &Path, to: &Path) -> Result<()> {
-        let f = confine(from)?;
-        let t = confine(to)?;
-        if self.stat(&t)?.is_some() {
-            return Err(Error::occupied(&self.display_path(&t)));
+    /// Removes the regular file `rel` (one unlink relative to its held parent, which the kernel
+    /// refuses for a directory) and returns its size; `Ok(0)` when nothing is there. Anything
+    /// but a regular file is refused, naming the path: a directory swapped in at a temporary
+    /// file's name is never deleted.
+    pub fn remove_file(&self, rel: &Path) -> Result<u64> {
+        let p = confine(rel)?;
+        let (parent, name) = self.parent_handle(&p)?;
+        let meta = match parent.symlink_metadata(&name) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(self.err("inspect", &p, e)),
+        };
+        if !meta.is_file() {
+            return Err(Error::not_a_file(&self.display_path(&p)));
         }
-        let bytes = self.read(&f)?;
-        let mode = self.stat(&f)?.map_or(0o644, |s| s.mode);
-        // Through a temporary file and a rename, so a kill never leaves a partial copy at `to`;
-        // the copy keeps the source's permission bits.
-        self.write_atomic_mode(&t, &bytes, mode)
+        fault::mutation("delete", &p, || parent.remove_file(&name))
+            .map_err(|e| self.err("delete", &p, e))?;
+        Ok(meta.len())
     }
 
     /// The one delete seam: removes the tree at `rel` (a directory, file or symlink) without
@@ -947,7 +970,7 @@ impl WritableRoot {
                 path: self.display_path(&p),
             })),
             Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.open_error("lock", &p, e)),
+            Err(e) => Err(self.open_error("lock", &p, e, false)),
         }
     }
 

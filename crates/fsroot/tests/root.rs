@@ -92,8 +92,14 @@ fn never_writes_through_a_symlink_inside_the_root() {
         root.move_item(Path::new("doc.json"), Path::new(".reconcile/run/doc.json"))
             .unwrap_err(),
         root.create_dir_all(Path::new(".reconcile/x")).unwrap_err(),
-        root.copy_file(Path::new("doc.json"), Path::new(".reconcile/doc.json"))
+        root.create_atomic(Path::new(".reconcile/doc.json"), b"{}", 0o600)
             .unwrap_err(),
+        root.remove_empty_dir(Path::new(".reconcile/x"))
+            .unwrap_err(),
+        root.remove_file(Path::new(".reconcile/receipts.jsonl"))
+            .unwrap_err(),
+        root.stat(Path::new(".reconcile/x")).unwrap_err(),
+        root.list(Path::new(".reconcile")).unwrap_err(),
     ] {
         assert!(matches!(err, Error::SymlinkInPath { .. }), "{err}");
         assert!(err.to_string().contains(".reconcile"), "{err}");

@@ -20,6 +20,8 @@ pub struct Inventory {
     /// Stems of top-level `<id>.json` entries that are not regular files (a directory, a
     /// symlink, a fifo): no document, but the name is taken.
     pub taken_document_names: BTreeSet<String>,
+    /// Ids whose checkpoint (`checkpoints/<id>.json`) exists but could not be read.
+    pub inaccessible_checkpoints: BTreeSet<String>,
     /// Ids with a `.late-usage/<id>.deleted` tombstone.
     pub deleted_sessions: BTreeSet<String>,
     /// Ids of artifact-only and empty session directories (the only ones text can spare) that

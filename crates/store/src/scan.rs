@@ -618,6 +618,9 @@ fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
         if let Some(d) = doc.state.data_dir() {
             inv.checkpoint_bindings.insert(doc.id.clone(), d.to_owned());
         }
+        if matches!(doc.state, DocState::Inaccessible) {
+            inv.inaccessible_checkpoints.insert(doc.id.clone());
+        }
         inv.checkpoints.insert(doc.id);
     }
 }

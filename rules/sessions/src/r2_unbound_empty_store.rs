@@ -30,9 +30,10 @@ use plan::{ActionKind, ItemKind, Skipped};
 ///   when empty (counted in `stores_in_use` when no document binds it, as the app counts);
 /// - a store any checkpoint binds, and a store pinned by an automation (an `*.json` under
 ///   `$CODEWHALE_HOME/automations` that contains its `execution_scope`), which holds work;
-/// - a store whose session's own document (`S/<id>.json`) exists but cannot be read
-///   (permission denied, an I/O error): it may bind the store, so the store is kept and the
-///   skip says why. The executor's re-check right before the move judges the same way.
+/// - a store whose session's own document (`S/<id>.json`) or checkpoint
+///   (`S/checkpoints/<id>.json`) exists but cannot be read (permission denied, an I/O error):
+///   it may bind the store, so the store is kept and the skip says why. The executor's
+///   re-check right before the move judges the same way.
 ///
 /// ## Empty session directories
 ///
@@ -88,13 +89,21 @@ impl Rule for UnboundEmptyStore {
                 if cx.refs.is_bound(&store.path) {
                     continue;
                 }
-                // The session's own document, the usual binder, cannot be read: it may bind
-                // the store. In doubt, the store stays (the executor judges the same way).
-                if inaccessible.contains(dir.id.as_str()) {
+                // The session's own document or checkpoint, the usual binders, cannot be read:
+                // either may bind the store. In doubt, the store stays (the executor's re-check
+                // judges the same way).
+                let unreadable = if inaccessible.contains(dir.id.as_str()) {
+                    Some(format!("{}.json", dir.id))
+                } else if cx.inventory.inaccessible_checkpoints.contains(&dir.id) {
+                    Some(format!("checkpoints/{}.json", dir.id))
+                } else {
+                    None
+                };
+                if let Some(file) = unreadable {
                     out.skipped.push(Skipped {
                         path: store.path.clone(),
                         rule: self.code().into(),
-                        why: format!("{}.json cannot be read and may bind it: kept", dir.id),
+                        why: format!("{file} cannot be read and may bind it: kept"),
                     });
                     continue;
                 }

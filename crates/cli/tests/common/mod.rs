@@ -351,7 +351,6 @@ pub fn run_paused(mut cmd: std::process::Command, windows: Vec<Window<'_>>) -> P
     let pause = texts.join("|");
     let mut child = cmd
         .env("DOCTOR_PAUSE_BEFORE", &pause)
-        .env_remove("DOCTOR_FAULT_AT")
         .env_remove("DOCTOR_LOG")
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
