@@ -2953,3 +2953,490 @@ fn c63_an_unwritable_plan_out_keeps_the_report_of_what_was_applied() {
         unnamed.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 64-70. A set-aside whose directory sync fails right after the move, a symlink swapped in for
+// a torn document, a directory at a temporary file's name, a restore through a symlinked
+// session directory, an unreadable checkpoint, a file at a previous version's path, and a lost
+// receipt of `--apply-plan`.
+// ---------------------------------------------------------------------------------------------
+
+/// A case with the torn document `torn.json` (R1 sets it aside).
+fn torn_case() -> Case {
+    let c = Case::new();
+    write(&c.s, "torn.json", b"{\"torn\":");
+    c
+}
+
+/// The mutations a real repair of `s` makes, traced (`DOCTOR_FAULT_TRACE=1`): number and
+/// description, in order. The run changes `s`: run it on an identical copy (the sequence is
+/// the same for the same store).
+fn traced_mutations(s: &Path) -> Vec<(u64, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--repair-sessions", "--json", "--sessions-dir"])
+        .arg(s)
+        .env("DOCTOR_NOW", NOW)
+        .env("DOCTOR_FAULT_TRACE", "1")
+        .env_remove("DOCTOR_PAUSE_BEFORE")
+        .env_remove("DOCTOR_FAULT_AT")
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("doctor: fault point: mutation ")?;
+            let (n, described) = rest.split_once(' ')?;
+            let described = described.strip_prefix('(')?.strip_suffix(')')?;
+            Some((n.parse().ok()?, described.to_owned()))
+        })
+        .collect()
+}
+
+/// `--purge-set-aside --older-than 0s --dry-run --json` in 2099: every run is old enough, so
+/// only the runs that do not match their manifest are left, under `skipped`.
+fn purge_dry_run(s: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args([
+            "--purge-set-aside",
+            "--older-than",
+            "0s",
+            "--dry-run",
+            "--json",
+            "--sessions-dir",
+        ])
+        .arg(s)
+        .env("DOCTOR_NOW", "2099-01-01T00:00:00Z")
+        .env_remove("DOCTOR_PAUSE_BEFORE")
+        .env_remove("DOCTOR_FAULT_AT")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the purge dry run printed no report ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The receipt of the action on `path` in `S/.reconcile/receipts.jsonl`.
+fn receipt_of(s: &Path, path: &str) -> Value {
+    let all = receipts(s);
+    all.iter()
+        .find(|r| r["path"] == path)
+        .cloned()
+        .unwrap_or_else(|| panic!("no receipt for {path}: {all:#?}"))
+}
+
+/// A good document renamed over `torn.json` between R1's check and its move, and the
+/// directory sync right after the move fails (an injected EIO). The rename happened: the
+/// set-aside judges by what is on disk, finds it moved something other than what it checked,
+/// and puts the good document back, its receipt naming `put_back_from`. Before, the failed
+/// sync failed the action with the good document left in the run. The run is taken back, not
+/// partial: a purge skips nothing, even after the app saved `torn.json` again.
+#[test]
+fn c64_a_set_aside_whose_sync_fails_after_the_move_still_puts_back_a_swapped_document() {
+    let trace = traced_mutations(&torn_case().s);
+    let at = trace
+        .iter()
+        .position(|(_, d)| d.starts_with("move torn.json"))
+        .unwrap_or_else(|| panic!("no move of torn.json: {trace:#?}"));
+    let (n, next) = trace
+        .get(at + 1)
+        .unwrap_or_else(|| panic!("nothing after the move: {trace:#?}"));
+    assert!(
+        next.starts_with("sync directory .set-aside/"),
+        "the mutation after the move: {next}: {trace:#?}"
+    );
+
+    let c = torn_case();
+    let good = pretty(&stores::document("torn"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.args(["--repair-sessions", "--json", "--sessions-dir"])
+        .arg(&c.s)
+        .env("DOCTOR_NOW", NOW)
+        .env("DOCTOR_FAULT_AT", format!("{n}:fail"));
+    let run = common::run_paused(
+        cmd,
+        vec![(
+            "move torn.json",
+            Box::new(|| {
+                std::fs::write(c.s.join("incoming.json"), &good).unwrap();
+                std::fs::rename(c.s.join("incoming.json"), c.s.join("torn.json")).unwrap();
+            }),
+        )],
+    );
+    let said = format!("stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_says(&run.stderr, &format!("failed mutation {n} (sync directory"));
+    assert!(run.code.is_some(), "{said}");
+    assert_eq!(
+        std::fs::read(c.s.join("torn.json"))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        Some(String::from_utf8_lossy(&good).into_owned()),
+        "the good document is back at torn.json: {said}"
+    );
+    let receipt = receipt_of(&c.s, "torn.json");
+    assert!(
+        receipt["put_back_from"].is_string(),
+        "the receipt names what was put back: {receipt:#}"
+    );
+    let purge = purge_dry_run(&c.s);
+    assert_eq!(
+        purge["skipped"],
+        json!([]),
+        "the run counts the item as taken back: {purge:#}"
+    );
+    // The app saves torn.json again: the run still does not claim it.
+    write(&c.s, "torn.json", [&good[..], b"\n"].concat());
+    let purge = purge_dry_run(&c.s);
+    assert_eq!(
+        purge["skipped"],
+        json!([]),
+        "torn.json changed at its path; the run is still not partial: {purge:#}"
+    );
+}
+
+/// A symlink (to `keep.json`) renamed over `torn.json` between R1's check and its move: the
+/// moved symlink cannot be digested, so it is not what was checked; it goes back to
+/// `torn.json`, still a symlink, and the action is skipped saying so. Before, it was left in
+/// the run as if it were the torn document.
+#[test]
+fn c65_a_symlink_renamed_in_during_a_set_aside_is_put_back() {
+    let c = torn_case();
+    let s = c.s.to_string_lossy().into_owned();
+    let keep = std::fs::read(c.s.join("keep.json")).unwrap();
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        "move torn.json",
+        || {
+            std::os::unix::fs::symlink("keep.json", c.s.join("incoming.json")).unwrap();
+            std::fs::rename(c.s.join("incoming.json"), c.s.join("torn.json")).unwrap();
+        },
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let torn = std::fs::symlink_metadata(c.s.join("torn.json"));
+    assert!(
+        torn.as_ref().is_ok_and(|m| m.file_type().is_symlink()),
+        "the symlink is back at torn.json: {torn:?}: {report:#}"
+    );
+    assert_eq!(
+        std::fs::read_link(c.s.join("torn.json")).unwrap(),
+        Path::new("keep.json")
+    );
+    assert_eq!(std::fs::read(c.s.join("keep.json")).unwrap(), keep);
+    let o = outcome_in(&report, "torn.json");
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_says(o["why"].as_str().unwrap_or_default(), "put back");
+    let purge = purge_dry_run(&c.s);
+    assert_eq!(purge["skipped"], json!([]), "{purge:#}");
+}
+
+/// Two temporary files of interrupted doctor writes (as in c53). While the real run removes
+/// the first, the second is replaced by a directory holding a file: the removal takes regular
+/// files only, so the directory and its file survive, and its receipt is not "applied".
+#[test]
+fn c66_a_directory_swapped_in_at_a_temporary_files_name_is_never_deleted() {
+    let c = Case::new();
+    store_with_thread(&c.s, "a/runtime", "th-a", None, 0);
+    store_with_thread(&c.s, "b/runtime", "th-b", None, 0);
+    let temp_a = "a/runtime/threads/.th-a.json.doctor-tmp-4242-1";
+    let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-4242-1";
+    write(&c.s, temp_a, "half");
+    write(&c.s, temp_b, "half");
+    let s = c.s.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        &format!("delete {temp_a}"),
+        || {
+            std::fs::remove_file(c.s.join(temp_b)).unwrap();
+            std::fs::create_dir(c.s.join(temp_b)).unwrap();
+            std::fs::write(c.s.join(temp_b).join("precious.txt"), b"precious\n").unwrap();
+        },
+    );
+    let said = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(code.is_some(), "{said}");
+    assert!(
+        c.s.join(temp_b).is_dir(),
+        "the directory at {temp_b} was deleted: {said}"
+    );
+    assert_eq!(
+        std::fs::read(c.s.join(temp_b).join("precious.txt")).ok(),
+        Some(b"precious\n".to_vec()),
+        "{said}"
+    );
+    assert!(!c.s.join(temp_a).exists(), "{said}");
+    let receipt = receipt_of(&c.s, temp_b);
+    assert_ne!(receipt["outcome"], "applied", "{receipt:#}");
+}
+
+/// After a real repair set the empty store `e/runtime` aside, `S/e` is replaced by a symlink
+/// to another directory inside S. `--restore RUN` (dry and real) cannot look at `e/runtime`
+/// without following the link: it skips that item, saying why, instead of failing the whole
+/// restore; both exit 0, plan the same, and nothing lands in the link's target.
+#[test]
+fn c67_a_restore_through_a_symlinked_session_directory_skips_the_item() {
+    let c = Case::new();
+    empty_store(&c.s, "e/runtime");
+    let repaired = lib(&c.s, false).unwrap();
+    assert_eq!(
+        outcome_of(&repaired, "e/runtime").outcome,
+        OutcomeKind::Applied
+    );
+    let run = repaired.run.clone();
+    let aside = c.s.join(format!(".set-aside/{run}/e/runtime"));
+    assert!(aside.is_dir());
+    if std::fs::symlink_metadata(c.s.join("e")).is_ok() {
+        std::fs::remove_dir_all(c.s.join("e")).unwrap();
+    }
+    write(&c.s, "elsewhere/note.txt", b"theirs\n");
+    symlink("elsewhere", &c.s.join("e"));
+    let aside_before = tree(&aside);
+
+    let mut plans = Vec::new();
+    for dry_run in [true, false] {
+        let mut args: Vec<&OsStr> = vec!["--restore".as_ref(), run.as_ref(), "--json".as_ref()];
+        if dry_run {
+            args.push("--dry-run".as_ref());
+        }
+        args.extend(["--sessions-dir".as_ref(), c.s.as_os_str()]);
+        let out = doctor_args(&args, Duration::from_secs(30));
+        let said = bin_said(&out);
+        assert!(!out.timed_out, "{said}");
+        assert_eq!(out.code, Some(0), "dry_run {dry_run}: {said}");
+        let report: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("dry_run {dry_run} ({e}): {said}"));
+        let skipped = report["skipped"].as_array().unwrap();
+        assert!(
+            skipped.iter().any(|k| k["path"] == "e/runtime"
+                && k["why"]
+                    .as_str()
+                    .is_some_and(|w| w.contains("symlink") || w.contains("kept"))),
+            "dry_run {dry_run}: e/runtime is not skipped naming the symlink: {report:#}"
+        );
+        assert!(
+            report["plan"]["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["path"] != "e/runtime"),
+            "dry_run {dry_run}: {report:#}"
+        );
+        plans.push(report["plan"]["actions"].clone());
+    }
+    assert_eq!(plans[0], plans[1], "the dry run's plan is the real run's");
+    assert_eq!(
+        tree(&c.s.join("elsewhere")),
+        Tree::from([(PathBuf::from("note.txt"), file(b"theirs\n"))]),
+        "nothing was restored through the symlink"
+    );
+    assert_eq!(
+        std::fs::read_link(c.s.join("e")).ok(),
+        Some(PathBuf::from("elsewhere"))
+    );
+    assert_eq!(tree(&aside), aside_before, "the store stays in the run");
+}
+
+/// As user 65534: an empty store `f/runtime` whose checkpoint `S/checkpoints/f.json` exists but
+/// cannot be read (mode 000, owned by root). The checkpoint may bind the store, so R2 keeps it
+/// and says why, in the dry run and the real run alike, and a second dry run is the same.
+#[test]
+fn c68_a_store_whose_checkpoint_cannot_be_read_is_kept() {
+    if !setpriv_works() {
+        println!("SKIPPED c68: needs root, setpriv, and a doctor binary user 65534 may run");
+        return;
+    }
+    let c = Case::new();
+    chmod(c.tmp.path(), 0o755);
+    if !nobody_can_reach(c.tmp.path()) {
+        println!("SKIPPED c68: user 65534 cannot reach the temporary directory");
+        return;
+    }
+    empty_store(&c.s, "f/runtime");
+    write(
+        &c.s,
+        "checkpoints/f.json",
+        pretty(&bound_document(&c.s, "f", "f/runtime")),
+    );
+    give_to_nobody(&c.s);
+    let checkpoint = c.s.join("checkpoints/f.json");
+    std::os::unix::fs::lchown(&checkpoint, Some(0), Some(0)).unwrap();
+    chmod(&checkpoint, 0o000);
+
+    let run = |dry_run: bool| -> Value {
+        let out = doctor_bin(&c.s, dry_run, true, None, Duration::from_secs(60));
+        let said = bin_said(&out);
+        assert!(!out.timed_out, "dry_run {dry_run}: {said}");
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("dry_run {dry_run} ({e}): {said}"))
+    };
+    let kept = |which: &str, r: &Value| {
+        assert!(
+            r["plan"]["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["path"] != "f/runtime"),
+            "{which} run plans an action on f/runtime: {r:#}"
+        );
+        assert!(
+            r["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["path"] == "f/runtime"
+                    && k["why"]
+                        .as_str()
+                        .is_some_and(|w| w.contains("cannot be read"))),
+            "{which} run does not skip f/runtime as cannot be read: {r:#}"
+        );
+    };
+    let dry = run(true);
+    kept("dry", &dry);
+    let real = run(false);
+    kept("real", &real);
+    assert!(c.s.join("f/runtime/state.json").exists(), "the store stays");
+    assert_eq!(dry["plan"]["actions"], real["plan"]["actions"], "{real:#}");
+    assert_eq!(dry["skipped"], real["skipped"], "{real:#}");
+    let again = run(true);
+    assert_eq!(
+        again["plan"]["actions"], dry["plan"]["actions"],
+        "{again:#}"
+    );
+    assert_eq!(again["skipped"], dry["skipped"], "{again:#}");
+}
+
+/// R4 unbinds `th-gone` (bound to the missing session `gone`) in the bound store `b/runtime`,
+/// keeping its previous version at `.set-aside/<run>/b/runtime/threads/th-gone.json` first.
+/// Something else is written at that path right before the copy is made: the copy never
+/// replaces it (before, a rename over it did), and without its previous version kept the
+/// record is not rewritten.
+#[test]
+fn c69_a_previous_version_copy_never_replaces_what_is_at_its_path() {
+    let c = Case::new();
+    write(
+        &c.s,
+        "b.json",
+        pretty(&bound_document(&c.s, "b", "b/runtime")),
+    );
+    store_with_thread(&c.s, "b/runtime", "th-gone", Some("gone"), 1);
+    let record_rel = "b/runtime/threads/th-gone.json";
+    let record = std::fs::read(c.s.join(record_rel)).unwrap();
+    let dry = lib(&c.s, true).unwrap();
+    assert!(
+        dry.plan
+            .actions
+            .iter()
+            .any(|a| a.path == record_rel && a.rule == "R4"),
+        "{:?}",
+        dry.plan.actions
+    );
+    let s = c.s.to_string_lossy().into_owned();
+    let mut previous = None;
+    // The temporary file of the copy is created next to the previous version's path (the
+    // rename that follows is the step that must never replace).
+    let (code, stdout, stderr) = paused(
+        &["--repair-sessions", "--json", "--sessions-dir", &s],
+        "create .set-aside/",
+        || {
+            let runs: Vec<PathBuf> = std::fs::read_dir(c.s.join(".set-aside"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir())
+                .collect();
+            assert_eq!(runs.len(), 1, "{runs:?}");
+            let at = runs[0].join(record_rel);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(&at, b"OTHER").unwrap();
+            previous = Some(at);
+        },
+    );
+    let said = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let previous = previous.unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "{}/.th-gone.json.doctor-tmp",
+            previous
+                .strip_prefix(&c.s)
+                .unwrap()
+                .parent()
+                .unwrap()
+                .display()
+        )),
+        "paused before the copy's temporary file: {said}"
+    );
+    assert!(code.is_some(), "{said}");
+    assert_eq!(
+        std::fs::read(&previous)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        Some("OTHER".to_owned()),
+        "what was at the previous version's path was replaced: {said}"
+    );
+    assert!(
+        std::fs::read(c.s.join(record_rel)).unwrap() == record,
+        "the record was rewritten without its previous version kept: {said}"
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
+    let o = outcome_in(&report, record_rel);
+    assert!(
+        o["outcome"] == "failed" || o["outcome"] == "skipped",
+        "{o}: {said}"
+    );
+}
+
+/// `--apply-plan` of a plan a dry run wrote, with a fifo at `S/.reconcile/receipts.jsonl`: the
+/// receipts cannot be written, so the run fails (exit 1) with its report printed and the error
+/// naming the log. Before, `--apply-plan` exited 0 with every receipt lost.
+#[test]
+fn c70_apply_plan_with_a_fifo_at_the_receipts_log_fails_the_run() {
+    let c = torn_case();
+    let plan = c.tmp.path().join("plan.json");
+    let dry = doctor_args(
+        &[
+            "--repair-sessions".as_ref(),
+            "--dry-run".as_ref(),
+            "--json".as_ref(),
+            "--plan-out".as_ref(),
+            plan.as_os_str(),
+            "--sessions-dir".as_ref(),
+            c.s.as_os_str(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(dry.code, Some(0), "{}", bin_said(&dry));
+    let log = c.s.join(".reconcile/receipts.jsonl");
+    if std::fs::symlink_metadata(&log).is_ok() {
+        std::fs::remove_file(&log).unwrap();
+    }
+    mkfifo(&log);
+    let out = doctor_args(
+        &["--apply-plan".as_ref(), plan.as_os_str(), "--json".as_ref()],
+        Duration::from_secs(20),
+    );
+    let said = bin_said(&out);
+    assert!(
+        !out.timed_out,
+        "a fifo at receipts.jsonl hung --apply-plan: {said}"
+    );
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("the report is printed ({e}): {said}"));
+    assert_eq!(
+        outcome_in(&report, "torn.json")["outcome"],
+        "applied",
+        "{said}"
+    );
+    assert_says(&said, "receipts.jsonl");
+    assert_eq!(
+        tree(&c.s).get(Path::new(".reconcile/receipts.jsonl")),
+        Some(&Node::Other),
+        "the fifo is left where it is"
+    );
+    // Checked last, so every other expectation is seen first.
+    assert_eq!(out.code, Some(1), "a lost receipt fails the run: {said}");
+}
