@@ -427,6 +427,43 @@ fn generate(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
     })
 }
 
+/// [`generate`], or with `--keep`, the store a previous run generated at `s` from the same
+/// size and seed (a `.done` file beside it records its counts and orphan stores).
+fn generate_or_reuse(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
+    let done = s.with_extension("done");
+    if let Ok(text) = std::fs::read_to_string(&done) {
+        let mut lines = text.lines();
+        let nums: Vec<u64> = lines
+            .next()
+            .unwrap_or_default()
+            .split(' ')
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        if let [files, dirs, bytes] = nums[..] {
+            return Ok(Store {
+                s: s.to_path_buf(),
+                docs,
+                counts: Counts { files, dirs, bytes },
+                orphans: lines.map(str::to_owned).collect(),
+            });
+        }
+    }
+    if s.exists() {
+        std::fs::remove_dir_all(s).map_err(fail)?;
+    }
+    let store = generate(s, docs, seed)?;
+    let mut text = format!(
+        "{} {} {}\n",
+        store.counts.files, store.counts.dirs, store.counts.bytes
+    );
+    for o in &store.orphans {
+        text.push_str(o);
+        text.push('\n');
+    }
+    std::fs::write(&done, text).map_err(fail)?;
+    Ok(store)
+}
+
 /// Whether a dry run must read the file at `rel` (relative to S): documents and checkpoints,
 /// the owner record and state of every store, every thread record, and the turns and items of
 /// orphan stores. Lock files and leases are opened (to probe them), not read.
@@ -683,11 +720,11 @@ impl Options {
 
 fn row(m: &Measured) -> String {
     format!(
-        "| {} | {} | {} | {:.1} GB | {:.3} s | {:.3} s | {:.2}x | {} |",
+        "| {} | {} | {} | {:.0} MB | {:.3} s | {:.3} s | {:.2}x | {} |",
         m.docs,
         m.counts.files,
         m.counts.files + m.counts.dirs,
-        m.counts.bytes as f64 / 1e9,
+        m.counts.bytes as f64 / 1e6,
         m.floor.as_secs_f64(),
         m.dry.as_secs_f64(),
         m.dry.as_secs_f64() / m.floor.as_secs_f64(),
@@ -716,7 +753,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     for docs in [o.docs / 10, o.docs] {
         let s = tmp.join(format!("S-{docs}-{}", o.seed));
         let t = Instant::now();
-        let store = generate(&s, docs, o.seed)?;
+        let store = generate_or_reuse(&s, docs, o.seed)?;
         eprintln!(
             "generated {docs} documents ({} files) in {:.1} s",
             store.counts.files,

@@ -5,7 +5,7 @@
 //! probed once by the scan. Never from directory names alone. The planner projects it through
 //! the actions that earlier rules planned, with the `project_*` methods.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path};
 
 use store::{Inventory, ThreadState};
@@ -29,14 +29,17 @@ pub struct ReferenceSet {
     /// Store path (relative to S) → the files that bind it (`<id>.json` for a document,
     /// `checkpoints/<id>.json` for a checkpoint).
     pub bound_stores: BTreeMap<String, BTreeSet<String>>,
-    /// Thread record path → its `session_id`.
-    pub thread_bindings: BTreeMap<String, Option<String>>,
+    /// Thread record path → its `session_id`, for the threads an earlier rule's planned action
+    /// rebinds or unbinds; every other thread is bound as its record says (see
+    /// [`ReferenceSet::thread_bound`]).
+    thread_overrides: BTreeMap<String, Option<String>>,
     /// Ids whose live lease another process holds.
     pub live_sessions: BTreeSet<String>,
     /// Names that keep a directory (rules.md, Version 2, R5), collected before any rule acts:
     /// every thread's `session_id`, its id and its derived UUID (in every store, held or not,
-    /// and in the task stores), compared as [`store::ids::name_key`].
-    pub names: BTreeSet<String>,
+    /// and in the task stores), compared as [`store::ids::name_key`] (a UUID kept as its 128
+    /// bits).
+    names: HashSet<Name>,
     /// Session-directory ids some known document's text names.
     pub named_by_documents: BTreeSet<String>,
     /// Ids with a file at `S/<id>.json`, whatever its state.
@@ -46,6 +49,26 @@ pub struct ReferenceSet {
     /// Binder file → the stores it binds (the inverse of `bound_stores`), so a projection
     /// touches only what the document bound.
     binder_stores: BTreeMap<String, Vec<String>>,
+}
+
+/// A name compared as [`store::ids::name_key`] does: a UUID in any case as its 128 bits (16
+/// bytes, not a string per thread), anything else as its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Name {
+    Uuid(u128),
+    Text(Box<str>),
+}
+
+impl Name {
+    fn of(id: &str) -> Name {
+        if store::ids::is_uuid(id) {
+            let hex: String = id.chars().filter(|c| *c != '-').collect();
+            if let Ok(n) = u128::from_str_radix(&hex, 16) {
+                return Name::Uuid(n);
+            }
+        }
+        Name::Text(id.into())
+    }
 }
 
 /// Resolves a `data_dir` lexically to a path relative to S, or says why it cannot be used.
@@ -103,7 +126,7 @@ impl ReferenceSet {
         let mut refs = ReferenceSet {
             live_sessions: inv.live_sessions.clone(),
             named_by_documents: inv.named_by_documents.clone(),
-            names: inv.task_names.clone(),
+            names: inv.task_names.iter().map(|n| Name::of(n)).collect(),
             ..ReferenceSet::default()
         };
         refs.known_sessions.extend(inv.checkpoints.iter().cloned());
@@ -143,19 +166,16 @@ impl ReferenceSet {
         for store in inv.stores() {
             for t in &store.threads {
                 let session_id = match &t.state {
-                    ThreadState::Current { session_id, .. } => {
-                        refs.thread_bindings
-                            .insert(t.path.clone(), session_id.clone());
-                        session_id
-                    }
-                    ThreadState::NewerSchema { session_id, .. }
+                    ThreadState::Current { session_id, .. }
+                    | ThreadState::NewerSchema { session_id, .. }
                     | ThreadState::Unreadable { session_id, .. } => session_id,
                 };
                 if let Some(sid) = session_id {
-                    refs.names.insert(store::ids::name_key(sid));
+                    refs.names.insert(Name::of(sid));
                 }
-                refs.names.insert(store::ids::name_key(&t.id));
-                refs.names.insert(store::ids::thread_session_uuid(&t.id));
+                refs.names.insert(Name::of(&t.id));
+                refs.names
+                    .insert(Name::of(&store::ids::thread_session_uuid(&t.id)));
             }
         }
         refs
@@ -182,7 +202,22 @@ impl ReferenceSet {
     /// Whether a directory id is named: by a known document's text, or by a thread or task
     /// thread (its session, its id, its derived UUID).
     pub fn names_dir(&self, id: &str) -> bool {
-        self.named_by_documents.contains(id) || self.names.contains(&store::ids::name_key(id))
+        self.named_by_documents.contains(id) || self.names.contains(&Name::of(id))
+    }
+
+    /// Whether thread `t` is bound to a session after the actions planned so far: as its record
+    /// says, unless a planned unbind or recovery changed that.
+    pub fn thread_bound(&self, t: &store::Thread) -> bool {
+        match self.thread_overrides.get(&t.path) {
+            Some(sid) => sid.is_some(),
+            None => matches!(
+                &t.state,
+                ThreadState::Current {
+                    session_id: Some(_),
+                    ..
+                }
+            ),
+        }
     }
 
     /// Whether document `<id>.json` binds `store`.
@@ -210,7 +245,7 @@ impl ReferenceSet {
     /// Projection of unbinding a thread record. Names stay: they were collected before any
     /// rule acted.
     pub fn project_thread_unbound(&mut self, thread_path: &str) {
-        self.thread_bindings.insert(thread_path.to_owned(), None);
+        self.thread_overrides.insert(thread_path.to_owned(), None);
     }
 
     /// Projection of a new document `id` that binds `store` and a thread bound to it.
@@ -225,7 +260,7 @@ impl ReferenceSet {
             .entry(format!("{id}.json"))
             .or_default()
             .push(store.to_owned());
-        self.thread_bindings
+        self.thread_overrides
             .insert(thread_path.to_owned(), Some(id.to_owned()));
     }
 }

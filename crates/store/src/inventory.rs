@@ -119,6 +119,35 @@ impl DocState {
     }
 }
 
+/// Size and SHA-256 of bytes, kept as raw bytes: the inventory holds one per thread record, and
+/// only those that get an action are ever spelled out in hex (a precondition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// SHA-256.
+    pub sha256: [u8; 32],
+}
+
+impl Digest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Digest {
+        use sha2::Digest as _;
+        Digest {
+            bytes: bytes.len() as u64,
+            sha256: sha2::Sha256::digest(bytes).into(),
+        }
+    }
+
+    /// The same digest as a [`FileDigest`] (lowercase hex), as preconditions spell it.
+    pub fn file_digest(&self) -> FileDigest {
+        FileDigest {
+            bytes: self.bytes,
+            sha256: fsroot::hex(&self.sha256),
+        }
+    }
+}
+
 /// A top-level session directory `S/<id>/`.
 #[derive(Debug, Clone)]
 pub struct SessionDir {
@@ -167,8 +196,8 @@ pub struct Thread {
     pub id: String,
     /// Relative to S.
     pub path: String,
-    /// Size and SHA-256 of the record.
-    pub digest: FileDigest,
+    /// Size and SHA-256 of the record as it was judged (40 bytes, no string per thread).
+    pub digest: Digest,
     /// What reading it found.
     pub state: ThreadState,
     /// For an unbound or dangling thread in a store nobody holds: what a recovery would hold

@@ -938,7 +938,7 @@ fn scan_threads(
                 .map_err(|e| scan_error(&path, &e))?;
             Ok(Thread {
                 id: tid.clone(),
-                digest: digest_of(&bytes),
+                digest: crate::Digest::of(&bytes),
                 state: judge_thread(tid, &bytes),
                 path,
                 recovery: None,

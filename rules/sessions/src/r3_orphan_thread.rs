@@ -88,14 +88,7 @@ impl Rule for OrphanThread {
                 .threads
                 .iter()
                 .filter(|t| matches!(t.state, ThreadState::Current { .. }))
-                .filter(|t| {
-                    cx.refs
-                        .thread_bindings
-                        .get(&t.path)
-                        .cloned()
-                        .flatten()
-                        .is_none()
-                })
+                .filter(|t| !cx.refs.thread_bound(t))
                 .collect();
             if unbound.is_empty() {
                 continue;
@@ -155,9 +148,9 @@ impl Rule for OrphanThread {
                 }
                 let unbound_by_r4 = session_id.is_some();
                 let digest = match (unbound_by_r4, &t.unbound_digest) {
-                    (true, Some(d)) => d,
+                    (true, Some(d)) => d.clone(),
                     (true, None) => continue,
-                    (false, _) => &t.digest,
+                    (false, _) => t.digest.file_digest(),
                 };
                 let document = format!("{}.json", t.id);
                 let taken_here = claimed.contains(&t.id);
@@ -188,7 +181,7 @@ impl Rule for OrphanThread {
                     reason,
                     expect: Expect::Known(Precondition::File {
                         bytes: digest.bytes,
-                        sha256: digest.sha256.clone(),
+                        sha256: digest.sha256,
                     }),
                     effect: Effect::Recovered {
                         id: t.id.clone(),

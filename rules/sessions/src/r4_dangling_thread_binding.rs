@@ -107,7 +107,7 @@ impl Rule for DanglingThreadBinding {
                     reason: "its session document no longer exists".into(),
                     expect: Expect::Known(Precondition::File {
                         bytes: t.digest.bytes,
-                        sha256: t.digest.sha256.clone(),
+                        sha256: t.digest.file_digest().sha256,
                     }),
                     effect: Effect::ThreadUnbound {
                         thread: t.path.clone(),
