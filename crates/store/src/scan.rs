@@ -3,7 +3,7 @@
 //! would load them, and dropped. Also the read-only look outside S that Version 2 asks for:
 //! automation definitions and the task stores of `$CODEWHALE_HOME`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
@@ -226,40 +226,61 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
 
 /// Finds which session-directory ids a document's text names: a UUID-shaped id in any case,
 /// any other id as a substring (the app's rule, codewhale-format.md §9.7 step 6; it errs toward
-/// keeping). One pass over the text per automaton, whatever the number of ids.
+/// keeping). UUIDs are found by their shape: every 36-byte window whose ninth byte is a hyphen
+/// is checked against the 8-4-4-4-12 pattern and looked up as 128 bits, so the cost is one pass
+/// over the text whatever the number of ids. Other ids, usually few, go through one
+/// Aho-Corasick automaton.
 struct NameMatcher {
-    uuids: Option<(AhoCorasick, Vec<String>)>,
+    uuids: HashMap<u128, Vec<String>>,
     others: Option<(AhoCorasick, Vec<String>)>,
     /// Ids whose automaton could not be built: every document names them (fails closed).
     unmatched: Vec<String>,
 }
 
-impl NameMatcher {
-    fn new(ids: &[String]) -> NameMatcher {
-        let (uuids, others): (Vec<&String>, Vec<&String>) =
-            ids.iter().partition(|id| ids::is_uuid(id));
-        let mut unmatched = Vec::new();
-        let mut build = |pats: Vec<&String>, ci: bool| -> Option<(AhoCorasick, Vec<String>)> {
-            if pats.is_empty() {
+/// The 128 bits of a UUID-shaped window (`8-4-4-4-12` hex digits, any case).
+fn uuid_bits(w: &[u8]) -> Option<u128> {
+    if w.len() != 36 {
+        return None;
+    }
+    let mut n: u128 = 0;
+    for (i, &c) in w.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
                 return None;
             }
-            let pats: Vec<String> = pats.into_iter().cloned().collect();
-            match AhoCorasickBuilder::new()
-                .ascii_case_insensitive(ci)
-                .build(&pats)
-            {
-                Ok(ac) => Some((ac, pats)),
+            continue;
+        }
+        let d = (c as char).to_digit(16)?;
+        n = (n << 4) | u128::from(d);
+    }
+    Some(n)
+}
+
+impl NameMatcher {
+    fn new(ids: &[String]) -> NameMatcher {
+        let mut uuids: HashMap<u128, Vec<String>> = HashMap::new();
+        let mut others = Vec::new();
+        for id in ids {
+            match uuid_bits(id.as_bytes()).filter(|_| ids::is_uuid(id)) {
+                Some(n) => uuids.entry(n).or_default().push(id.clone()),
+                None => others.push(id.clone()),
+            }
+        }
+        let mut unmatched = Vec::new();
+        let others = if others.is_empty() {
+            None
+        } else {
+            match AhoCorasickBuilder::new().build(&others) {
+                Ok(ac) => Some((ac, others)),
                 Err(e) => {
                     tracing::warn!(
                         "cannot match names in documents ({e}): every id counts as named"
                     );
-                    unmatched.extend(pats);
+                    unmatched = others;
                     None
                 }
             }
         };
-        let uuids = build(uuids, true);
-        let others = build(others, false);
         NameMatcher {
             uuids,
             others,
@@ -269,7 +290,20 @@ impl NameMatcher {
 
     fn named(&self, text: &[u8]) -> BTreeSet<String> {
         let mut out: BTreeSet<String> = self.unmatched.iter().cloned().collect();
-        for (ac, pats) in [&self.uuids, &self.others].into_iter().flatten() {
+        if !self.uuids.is_empty() {
+            for (p, _) in text.iter().enumerate().filter(|(_, c)| **c == b'-') {
+                let Some(start) = p.checked_sub(8) else {
+                    continue;
+                };
+                let Some(bits) = text.get(start..start + 36).and_then(uuid_bits) else {
+                    continue;
+                };
+                if let Some(found) = self.uuids.get(&bits) {
+                    out.extend(found.iter().cloned());
+                }
+            }
+        }
+        if let Some((ac, pats)) = &self.others {
             let mut seen = HashSet::new();
             for m in ac.find_overlapping_iter(text) {
                 if seen.insert(m.pattern()) {
@@ -1189,6 +1223,28 @@ mod tests {
         assert_eq!(
             named.into_iter().collect::<Vec<_>>(),
             ["0F8FAD5B-D9CB-469F-A165-70867728950E", "build"]
+        );
+        // Inside a longer token too (a substring), and only a whole UUID shape counts.
+        let named = m.named(b"sess-a0f8fad5b-d9cb-469f-a165-70867728950eff");
+        assert_eq!(
+            named.into_iter().collect::<Vec<_>>(),
+            ["0F8FAD5B-D9CB-469F-A165-70867728950E"]
+        );
+        assert!(m
+            .named(b"0f8fad5b-d9cb-469f-a165-70867728950 0f8fad5b-d9cb-469f-a165_70867728950e")
+            .is_empty());
+    }
+
+    #[test]
+    fn many_uuid_names_cost_one_pass() {
+        let ids: Vec<String> = (0..5000u32)
+            .map(|i| format!("{i:08x}-0000-4000-8000-000000000000"))
+            .collect();
+        let m = NameMatcher::new(&ids);
+        let text = format!("x {} y {}", ids[4999].to_uppercase(), ids[7]);
+        assert_eq!(
+            m.named(text.as_bytes()).into_iter().collect::<Vec<_>>(),
+            [ids[7].clone(), ids[4999].clone()]
         );
     }
 }
