@@ -5,8 +5,9 @@
 //! probed once by the scan. Never from directory names alone. The planner projects it through
 //! the actions that earlier rules planned, with the `project_*` methods.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Component, Path};
+use std::sync::Arc;
 
 use store::{Inventory, ThreadState};
 
@@ -21,53 +22,115 @@ pub struct UnusableBinding {
     pub why: &'static str,
 }
 
-/// What refers to what, from the files themselves.
+/// What refers to what, from the files themselves. Kept compact, as a large store holds
+/// hundreds of thousands of sessions: ids are [`IdKey`]s (a lowercase UUID as 16 bytes), a
+/// binder is a kind and an id, and each store path is held once.
 #[derive(Debug, Clone, Default)]
 pub struct ReferenceSet {
     /// Ids of readable, unknown-content and newer-schema documents and of checkpoints.
-    pub known_sessions: BTreeSet<String>,
-    /// Store path (relative to S) → the files that bind it (`<id>.json` for a document,
-    /// `checkpoints/<id>.json` for a checkpoint).
-    pub bound_stores: BTreeMap<String, BTreeSet<String>>,
+    pub known_sessions: IdSet,
+    /// Store path (relative to S) → what binds it (documents and checkpoints).
+    bound_stores: HashMap<Arc<str>, Vec<Binder>>,
+    /// Binder → the store it binds (the inverse of `bound_stores`), so a projection touches
+    /// only what the document bound.
+    binder_stores: HashMap<Binder, Arc<str>>,
     /// Thread record path → its `session_id`, for the threads an earlier rule's planned action
     /// rebinds or unbinds; every other thread is bound as its record says (see
     /// [`ReferenceSet::thread_bound`]).
     thread_overrides: BTreeMap<String, Option<String>>,
     /// Ids whose live lease another process holds.
-    pub live_sessions: BTreeSet<String>,
+    pub live_sessions: IdSet,
     /// Names that keep a directory (rules.md, Version 2, R5), collected before any rule acts:
     /// every thread's `session_id`, its id and its derived UUID (in every store, held or not,
-    /// and in the task stores), compared as [`store::ids::name_key`] (a UUID kept as its 128
-    /// bits).
-    names: HashSet<Name>,
+    /// and in the task stores), compared as [`store::ids::name_key`].
+    names: IdSet,
     /// Session-directory ids some known document's text names.
-    pub named_by_documents: BTreeSet<String>,
+    named_by_documents: IdSet,
     /// Ids with a file at `S/<id>.json`, whatever its state.
-    pub present_documents: BTreeSet<String>,
+    pub present_documents: IdSet,
     /// Bindings that lead outside S, or to no runtime store.
     pub unusable_bindings: Vec<UnusableBinding>,
-    /// Binder file → the stores it binds (the inverse of `bound_stores`), so a projection
-    /// touches only what the document bound.
-    binder_stores: BTreeMap<String, Vec<String>>,
 }
 
-/// A name compared as [`store::ids::name_key`] does: a UUID in any case as its 128 bits (16
-/// bytes, not a string per thread), anything else as its text.
+/// An id as a set key: a lowercase UUID as its 16 bytes, anything else as its text. Two ids
+/// are equal keys exactly when they are equal strings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Name {
-    Uuid(u128),
+pub enum IdKey {
+    /// A UUID spelled in lower case.
+    Uuid([u8; 16]),
+    /// Anything else.
     Text(Box<str>),
 }
 
-impl Name {
-    fn of(id: &str) -> Name {
-        if store::ids::is_uuid(id) {
-            let hex: String = id.chars().filter(|c| *c != '-').collect();
-            if let Ok(n) = u128::from_str_radix(&hex, 16) {
-                return Name::Uuid(n);
-            }
+impl IdKey {
+    /// The key of `id`, exactly.
+    pub fn of(id: &str) -> IdKey {
+        match uuid_bytes(id).filter(|_| !id.bytes().any(|b| b.is_ascii_uppercase())) {
+            Some(b) => IdKey::Uuid(b),
+            None => IdKey::Text(id.into()),
         }
-        Name::Text(id.into())
+    }
+
+    /// The key of `id` compared as [`store::ids::name_key`] does (a UUID in any case).
+    fn name(id: &str) -> IdKey {
+        match uuid_bytes(id) {
+            Some(b) => IdKey::Uuid(b),
+            None => IdKey::Text(id.into()),
+        }
+    }
+}
+
+/// The 16 bytes of a UUID-shaped id (`8-4-4-4-12` hex digits, any case).
+fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
+    if !store::ids::is_uuid(id) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut digits = id.bytes().filter(|b| *b != b'-');
+    for byte in &mut out {
+        let hi = (digits.next()? as char).to_digit(16)?;
+        let lo = (digits.next()? as char).to_digit(16)?;
+        *byte = (hi * 16 + lo) as u8;
+    }
+    Some(out)
+}
+
+/// A set of ids, compared exactly.
+#[derive(Debug, Clone, Default)]
+pub struct IdSet(HashSet<IdKey>);
+
+impl IdSet {
+    /// Whether `id` is in the set.
+    pub fn contains(&self, id: &str) -> bool {
+        self.0.contains(&IdKey::of(id))
+    }
+    fn insert(&mut self, id: &str) {
+        self.0.insert(IdKey::of(id));
+    }
+    fn remove(&mut self, id: &str) {
+        self.0.remove(&IdKey::of(id));
+    }
+    fn insert_name(&mut self, id: &str) {
+        self.0.insert(IdKey::name(id));
+    }
+    fn contains_name(&self, id: &str) -> bool {
+        self.0.contains(&IdKey::name(id))
+    }
+}
+
+/// What binds a store: a document `<id>.json` or a checkpoint `checkpoints/<id>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Binder {
+    checkpoint: bool,
+    id: IdKey,
+}
+
+impl Binder {
+    fn document(id: &str) -> Binder {
+        Binder {
+            checkpoint: false,
+            id: IdKey::of(id),
+        }
     }
 }
 
@@ -123,41 +186,67 @@ impl ReferenceSet {
     /// last anchor is S's canonical form, against which a binding's canonical form (every
     /// symlink resolved) is compared when its lexical form names no store.
     pub fn build(inv: &Inventory, anchors: &[&Path]) -> ReferenceSet {
-        let mut refs = ReferenceSet {
-            live_sessions: inv.live_sessions.clone(),
-            named_by_documents: inv.named_by_documents.clone(),
-            names: inv.task_names.iter().map(|n| Name::of(n)).collect(),
-            ..ReferenceSet::default()
-        };
-        refs.known_sessions.extend(inv.checkpoints.iter().cloned());
-        refs.present_documents
-            .extend(inv.taken_document_names.iter().cloned());
+        let mut refs = ReferenceSet::default();
+        for id in &inv.live_sessions {
+            refs.live_sessions.insert(id);
+        }
+        for id in &inv.named_by_documents {
+            refs.named_by_documents.insert(id);
+        }
+        for n in &inv.task_names {
+            refs.names.insert_name(n);
+        }
+        for id in &inv.checkpoints {
+            refs.known_sessions.insert(id);
+        }
+        for id in &inv.taken_document_names {
+            refs.present_documents.insert(id);
+        }
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
-        let mut binders: Vec<(String, &str)> = Vec::new();
+        let mut shared: HashMap<&str, Arc<str>> = HashMap::new();
+        // A binding string is resolved once however many documents declare it.
+        let mut resolved: HashMap<&str, Result<String, &'static str>> = HashMap::new();
         for doc in &inv.documents {
-            refs.present_documents.insert(doc.id.clone());
-            if !doc.state.is_known() {
-                continue;
-            }
-            refs.known_sessions.insert(doc.id.clone());
-            if let Some(d) = doc.state.data_dir() {
-                binders.push((doc.path.clone(), d));
+            refs.present_documents.insert(&doc.id);
+            if doc.state.is_known() {
+                refs.known_sessions.insert(&doc.id);
             }
         }
-        for (id, d) in &inv.checkpoint_bindings {
-            binders.push((format!("checkpoints/{id}.json"), d.as_str()));
-        }
-        for (binder, data_dir) in binders {
-            match bind(data_dir, anchors, &stores) {
+        let documents = inv
+            .documents
+            .iter()
+            .filter(|d| d.state.is_known())
+            .filter_map(|d| Some((false, d.id.as_str(), d.state.data_dir()?)));
+        let checkpoints = inv
+            .checkpoint_bindings
+            .iter()
+            .map(|(id, d)| (true, id.as_str(), d.as_str()));
+        for (checkpoint, id, data_dir) in documents.chain(checkpoints) {
+            let result = resolved
+                .entry(data_dir)
+                .or_insert_with(|| bind(data_dir, anchors, &stores));
+            match result {
                 Ok(rel) => {
-                    refs.binder_stores
-                        .entry(binder.clone())
+                    let store = shared
+                        .entry(stores.get(rel.as_str()).copied().unwrap_or_default())
+                        .or_insert_with(|| Arc::from(rel.as_str()))
+                        .clone();
+                    let binder = Binder {
+                        checkpoint,
+                        id: IdKey::of(id),
+                    };
+                    refs.bound_stores
+                        .entry(store.clone())
                         .or_default()
-                        .push(rel.clone());
-                    refs.bound_stores.entry(rel).or_default().insert(binder);
+                        .push(binder.clone());
+                    refs.binder_stores.insert(binder, store);
                 }
                 Err(why) => refs.unusable_bindings.push(UnusableBinding {
-                    document: binder,
+                    document: if checkpoint {
+                        format!("checkpoints/{id}.json")
+                    } else {
+                        format!("{id}.json")
+                    },
                     data_dir: data_dir.to_owned(),
                     why,
                 }),
@@ -171,11 +260,11 @@ impl ReferenceSet {
                     | ThreadState::Unreadable { session_id, .. } => session_id,
                 };
                 if let Some(sid) = session_id {
-                    refs.names.insert(Name::of(sid));
+                    refs.names.insert_name(sid);
                 }
-                refs.names.insert(Name::of(&t.id));
+                refs.names.insert_name(&t.id);
                 refs.names
-                    .insert(Name::of(&store::ids::thread_session_uuid(&t.id)));
+                    .insert_name(&store::ids::thread_session_uuid(&t.id));
             }
         }
         refs
@@ -190,19 +279,16 @@ impl ReferenceSet {
     /// `except` (the R3 gate, rules.md Version 2: a document a recovery wrote for one of the
     /// store's own threads does not close the store to recovery).
     pub fn is_bound_except(&self, store: &str, except: &BTreeSet<&str>) -> bool {
-        self.bound_stores.get(store).is_some_and(|binders| {
-            binders.iter().any(|b| {
-                let id = b.strip_prefix("checkpoints/").unwrap_or(b);
-                let id = id.strip_suffix(".json").unwrap_or(id);
-                !except.contains(id)
-            })
-        })
+        let except: HashSet<IdKey> = except.iter().map(|id| IdKey::of(id)).collect();
+        self.bound_stores
+            .get(store)
+            .is_some_and(|binders| binders.iter().any(|b| !except.contains(&b.id)))
     }
 
     /// Whether a directory id is named: by a known document's text, or by a thread or task
     /// thread (its session, its id, its derived UUID).
     pub fn names_dir(&self, id: &str) -> bool {
-        self.named_by_documents.contains(id) || self.names.contains(&Name::of(id))
+        self.named_by_documents.contains(id) || self.names.contains_name(id)
     }
 
     /// Whether thread `t` is bound to a session after the actions planned so far: as its record
@@ -222,9 +308,9 @@ impl ReferenceSet {
 
     /// Whether document `<id>.json` binds `store`.
     pub fn binds(&self, id: &str, store: &str) -> bool {
-        self.bound_stores
-            .get(store)
-            .is_some_and(|d| d.contains(&format!("{id}.json")))
+        self.binder_stores
+            .get(&Binder::document(id))
+            .is_some_and(|s| &**s == store)
     }
 
     /// Projection of setting document `id` aside: it is no longer a known session (unless a
@@ -234,10 +320,10 @@ impl ReferenceSet {
             self.known_sessions.remove(id);
         }
         self.present_documents.remove(id);
-        let path = format!("{id}.json");
-        for store in self.binder_stores.remove(&path).unwrap_or_default() {
-            if let Some(docs) = self.bound_stores.get_mut(&store) {
-                docs.remove(&path);
+        let binder = Binder::document(id);
+        if let Some(store) = self.binder_stores.remove(&binder) {
+            if let Some(binders) = self.bound_stores.get_mut(&store) {
+                binders.retain(|b| *b != binder);
             }
         }
     }
@@ -250,16 +336,18 @@ impl ReferenceSet {
 
     /// Projection of a new document `id` that binds `store` and a thread bound to it.
     pub fn project_recovered(&mut self, id: &str, store: &str, thread_path: &str) {
-        self.known_sessions.insert(id.to_owned());
-        self.present_documents.insert(id.to_owned());
+        self.known_sessions.insert(id);
+        self.present_documents.insert(id);
+        let store: Arc<str> = self
+            .bound_stores
+            .get_key_value(store)
+            .map_or_else(|| Arc::from(store), |(k, _)| k.clone());
+        let binder = Binder::document(id);
         self.bound_stores
-            .entry(store.to_owned())
+            .entry(store.clone())
             .or_default()
-            .insert(format!("{id}.json"));
-        self.binder_stores
-            .entry(format!("{id}.json"))
-            .or_default()
-            .push(store.to_owned());
+            .push(binder.clone());
+        self.binder_stores.insert(binder, store);
         self.thread_overrides
             .insert(thread_path.to_owned(), Some(id.to_owned()));
     }

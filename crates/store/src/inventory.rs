@@ -62,10 +62,15 @@ pub struct ScanError {
 pub struct Document {
     /// The id (file stem).
     pub id: String,
-    /// `<id>.json`.
-    pub path: String,
     /// What reading it found.
     pub state: DocState,
+}
+
+impl Document {
+    /// `<id>.json`, relative to S (derived, not stored once per document).
+    pub fn path(&self) -> String {
+        format!("{}.json", self.id)
+    }
 }
 
 /// What reading a document found.
@@ -74,13 +79,13 @@ pub enum DocState {
     /// Deserializes as the app's `SavedSession`, id equal to the stem, journal valid.
     Readable {
         /// `metadata.runtime_store.data_dir`.
-        data_dir: Option<String>,
+        data_dir: Option<std::sync::Arc<str>>,
     },
     /// Readable but for a content block `type`, journal `kind` or message `role` the doctor
     /// does not know: kept, a known session.
     UnknownContent {
         /// `metadata.runtime_store.data_dir`.
-        data_dir: Option<String>,
+        data_dir: Option<std::sync::Arc<str>>,
         /// What is unknown, e.g. `content block type "hologram"`.
         unknown: String,
     },
@@ -89,7 +94,7 @@ pub enum DocState {
         /// The version it declares.
         version: u64,
         /// `metadata.runtime_store.data_dir` when it can be read.
-        data_dir: Option<String>,
+        data_dir: Option<std::sync::Arc<str>>,
     },
     /// Not readable: the reason and the digest of the bytes judged.
     Unreadable {

@@ -205,9 +205,25 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
         .par_iter()
         .map(|id| scan_document(root, id, &format!("{id}.json"), &names))
         .collect();
-    for (doc, named, err) in docs {
+    // Many documents bind one store (a host binds every document it creates to its own):
+    // each distinct binding is kept once.
+    let mut bindings: HashSet<std::sync::Arc<str>> = HashSet::new();
+    for (mut doc, named, err) in docs {
         inv.named_by_documents.extend(named);
         inv.errors.extend(err);
+        if let DocState::Readable { data_dir }
+        | DocState::UnknownContent { data_dir, .. }
+        | DocState::NewerSchema { data_dir, .. } = &mut doc.state
+        {
+            if let Some(d) = data_dir.as_mut() {
+                match bindings.get(d) {
+                    Some(shared) => *d = shared.clone(),
+                    None => {
+                        bindings.insert(d.clone());
+                    }
+                }
+            }
+        }
         inv.documents.push(doc);
     }
     if has_checkpoints {
@@ -291,7 +307,7 @@ impl NameMatcher {
     fn named(&self, text: &[u8]) -> BTreeSet<String> {
         let mut out: BTreeSet<String> = self.unmatched.iter().cloned().collect();
         if !self.uuids.is_empty() {
-            for (p, _) in text.iter().enumerate().filter(|(_, c)| **c == b'-') {
+            for p in memchr::memchr_iter(b'-', text) {
                 let Some(start) = p.checked_sub(8) else {
                     continue;
                 };
@@ -392,7 +408,6 @@ fn scan_document(
     };
     let doc = Document {
         id: id.to_owned(),
-        path: path.to_owned(),
         state,
     };
     (doc, named, err)
@@ -444,7 +459,7 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
             let journal = s.journal.as_ref().map_or(0, |j| j.schema_version);
             let version = s.schema_version.max(journal);
             if version > SESSION_SCHEMA_VERSION {
-                let data_dir = s.metadata.runtime_store.map(|r| r.data_dir);
+                let data_dir = s.metadata.runtime_store.map(|r| r.data_dir.into());
                 return DocState::NewerSchema { version, data_dir };
             }
             s
@@ -466,7 +481,7 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
                 let data_dir = value
                     .pointer("/metadata/runtime_store/data_dir")
                     .and_then(Value::as_str)
-                    .map(str::to_owned);
+                    .map(Into::into);
                 return DocState::NewerSchema { version, data_dir };
             }
             // Readable but for names the doctor does not know? Replace them with known ones
@@ -482,7 +497,7 @@ pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
         .metadata
         .runtime_store
         .as_ref()
-        .map(|r| r.data_dir.clone());
+        .map(|r| r.data_dir.as_str().into());
     if session.metadata.id != id {
         return unreadable(format!(
             "metadata.id {:?} does not match the file name",

@@ -61,7 +61,7 @@ impl Rule for UnreadableDocument {
                 DocState::UnknownContent { unknown, .. } => {
                     out.counts.documents_unknown_content += 1;
                     out.skipped.push(Skipped {
-                        path: doc.path.clone(),
+                        path: doc.path(),
                         rule: self.code().into(),
                         why: format!("unknown content kept: {unknown}"),
                     });
@@ -72,7 +72,7 @@ impl Rule for UnreadableDocument {
             };
             if cx.refs.live_sessions.contains(&doc.id) {
                 out.skipped.push(Skipped {
-                    path: doc.path.clone(),
+                    path: doc.path(),
                     rule: self.code().into(),
                     why: "session is live".into(),
                 });
@@ -80,7 +80,7 @@ impl Rule for UnreadableDocument {
             }
             out.proposals.push(Proposal {
                 action: ActionKind::SetAside,
-                path: doc.path.clone(),
+                path: doc.path(),
                 kind: Some(ItemKind::Document),
                 document: None,
                 reason: reason.clone(),
