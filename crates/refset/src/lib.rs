@@ -42,7 +42,9 @@ pub struct ReferenceSet {
     pub live_sessions: IdSet,
     /// Names that keep a directory (rules.md, Version 2, R5), collected before any rule acts:
     /// every thread's `session_id`, its id and its derived UUID (in every store, held or not,
-    /// and in the task stores), compared as [`store::ids::name_key`].
+    /// and in the task stores), compared as [`store::ids::name_key`]. Only the names of
+    /// directories a name can spare are kept (artifact-only and empty ones, the only ones
+    /// [`ReferenceSet::names_dir`] is asked about), so the set stays small.
     names: IdSet,
     /// Session-directory ids some known document's text names.
     named_by_documents: IdSet,
@@ -193,8 +195,22 @@ impl ReferenceSet {
         for id in &inv.named_by_documents {
             refs.named_by_documents.insert(id);
         }
+        // The directories a name can spare; every other name is dropped at once.
+        let mut spared = IdSet::default();
+        for d in inv
+            .session_dirs
+            .iter()
+            .filter(|d| d.artifact_only || d.empty)
+        {
+            spared.insert_name(&d.id);
+        }
+        let name = |refs: &mut ReferenceSet, n: &str| {
+            if spared.contains_name(n) {
+                refs.names.insert_name(n);
+            }
+        };
         for n in &inv.task_names {
-            refs.names.insert_name(n);
+            name(&mut refs, n);
         }
         for id in &inv.checkpoints {
             refs.known_sessions.insert(id);
@@ -260,11 +276,10 @@ impl ReferenceSet {
                     | ThreadState::Unreadable { session_id, .. } => session_id,
                 };
                 if let Some(sid) = session_id {
-                    refs.names.insert_name(sid);
+                    name(&mut refs, sid);
                 }
-                refs.names.insert_name(&t.id);
-                refs.names
-                    .insert_name(&store::ids::thread_session_uuid(&t.id));
+                name(&mut refs, &t.id);
+                name(&mut refs, &store::ids::thread_session_uuid(&t.id));
             }
         }
         refs
@@ -286,15 +301,16 @@ impl ReferenceSet {
     }
 
     /// Whether a directory id is named: by a known document's text, or by a thread or task
-    /// thread (its session, its id, its derived UUID).
+    /// thread (its session, its id, its derived UUID). Asked about artifact-only and empty
+    /// session directories only (see `names`).
     pub fn names_dir(&self, id: &str) -> bool {
         self.named_by_documents.contains(id) || self.names.contains_name(id)
     }
 
     /// Whether thread `t` is bound to a session after the actions planned so far: as its record
     /// says, unless a planned unbind or recovery changed that.
-    pub fn thread_bound(&self, t: &store::Thread) -> bool {
-        match self.thread_overrides.get(&t.path) {
+    pub fn thread_bound(&self, store: &store::Store, t: &store::Thread) -> bool {
+        match self.thread_overrides.get(&store.thread_path(t)) {
             Some(sid) => sid.is_some(),
             None => matches!(
                 &t.state,

@@ -194,23 +194,29 @@ pub struct Store {
     pub recovery_errors: Vec<String>,
 }
 
+impl Store {
+    /// The path of thread record `t` of this store, relative to S.
+    pub fn thread_path(&self, t: &Thread) -> String {
+        format!("{}/threads/{}.json", self.path, t.id)
+    }
+}
+
 /// A thread record.
 #[derive(Debug, Clone)]
 pub struct Thread {
-    /// Thread id (file stem).
+    /// Thread id (file stem); the record is `<store>/threads/<id>.json` (see
+    /// [`Store::thread_path`]).
     pub id: String,
-    /// Relative to S.
-    pub path: String,
     /// Size and SHA-256 of the record as it was judged (40 bytes, no string per thread).
     pub digest: Digest,
     /// What reading it found.
     pub state: ThreadState,
     /// For an unbound or dangling thread in a store nobody holds: what a recovery would hold
     /// (`None` when not recoverable or not looked at).
-    pub recovery: Option<crate::recover::RecoverySummary>,
+    pub recovery: Option<Box<crate::recover::RecoverySummary>>,
     /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it at the plan's
     /// instant.
-    pub unbound_digest: Option<FileDigest>,
+    pub unbound_digest: Option<Box<FileDigest>>,
 }
 
 /// What reading a thread record found.

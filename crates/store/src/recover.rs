@@ -178,7 +178,14 @@ fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuil
 /// recovery of each unbound or dangling thread would hold, or the error that keeps the store.
 pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>, planned_at: &str) {
     use rayon::prelude::*;
-    let known: BTreeSet<String> = inv.known_ids().into_iter().map(str::to_owned).collect();
+    // Borrowed, not copied: the known ids of a large store are many.
+    let known: std::collections::HashSet<&str> = inv
+        .documents
+        .iter()
+        .filter(|d| d.state.is_known())
+        .map(|d| d.id.as_str())
+        .chain(inv.checkpoints.iter().map(String::as_str))
+        .collect();
     inv.session_dirs
         .par_iter_mut()
         .flat_map_iter(|d| d.stores.iter_mut())
@@ -189,16 +196,20 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
                 let ThreadState::Current { session_id, .. } = &t.state else {
                     continue;
                 };
-                let dangling = session_id.as_ref().is_some_and(|s| !known.contains(s));
+                let dangling = session_id
+                    .as_ref()
+                    .is_some_and(|s| !known.contains(s.as_str()));
                 if session_id.is_some() && !dangling {
                     continue;
                 }
-                let Ok(bytes) = root.read(Path::new(&t.path)) else {
+                let Ok(bytes) =
+                    root.read(Path::new(&format!("{}/threads/{}.json", store.path, t.id)))
+                else {
                     continue;
                 };
                 if dangling {
                     t.unbound_digest =
-                        unbind_bytes(&bytes, planned_at).map(|b| crate::digest_of(&b));
+                        unbind_bytes(&bytes, planned_at).map(|b| Box::new(crate::digest_of(&b)));
                 }
                 if !store.seeded.contains(&t.id) {
                     if let Ok(record) = serde_json::from_slice::<ThreadRecord>(&bytes) {
@@ -219,10 +230,10 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
             for (i, record) in candidates {
                 match rebuild(&records, record) {
                     Ok(Some(r)) => {
-                        store.threads[i].recovery = Some(RecoverySummary {
+                        store.threads[i].recovery = Some(Box::new(RecoverySummary {
                             turns: r.turns.len() as u64,
                             messages: r.messages.len() as u64,
-                        });
+                        }));
                     }
                     Ok(None) => {}
                     Err(e) => store.recovery_errors.push(e),

@@ -208,6 +208,7 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
     // Many documents bind one store (a host binds every document it creates to its own):
     // each distinct binding is kept once.
     let mut bindings: HashSet<std::sync::Arc<str>> = HashSet::new();
+    inv.documents.reserve_exact(docs.len());
     for (mut doc, named, err) in docs {
         inv.named_by_documents.extend(named);
         inv.errors.extend(err);
@@ -989,16 +990,19 @@ fn scan_threads(
                 id: tid.clone(),
                 digest: crate::Digest::of(&bytes),
                 state: judge_thread(tid, &bytes),
-                path,
                 recovery: None,
                 unbound_digest: None,
             })
         })
         .collect();
-    let threads = results
-        .into_iter()
-        .filter_map(|r| r.map_err(|e| errs.push(e)).ok())
-        .collect();
+    // A fresh vector of exactly the threads: the results' buffer is larger per element.
+    let mut threads = Vec::with_capacity(results.iter().filter(|r| r.is_ok()).count());
+    for r in results {
+        match r {
+            Ok(t) => threads.push(t),
+            Err(e) => errs.push(e),
+        }
+    }
     (threads, seeded)
 }
 

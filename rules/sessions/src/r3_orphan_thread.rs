@@ -88,7 +88,7 @@ impl Rule for OrphanThread {
                 .threads
                 .iter()
                 .filter(|t| matches!(t.state, ThreadState::Current { .. }))
-                .filter(|t| !cx.refs.thread_bound(t))
+                .filter(|t| !cx.refs.thread_bound(store, t))
                 .collect();
             if unbound.is_empty() {
                 continue;
@@ -125,22 +125,28 @@ impl Rule for OrphanThread {
                 if store.seeded.contains(&t.id) {
                     skip(
                         &mut out,
-                        &t.path,
+                        &store.thread_path(t),
                         "thread has a seed journal the doctor does not settle".into(),
                     );
                     continue;
                 }
-                let Some(recovery) = t.recovery else { continue };
+                let Some(recovery) = t.recovery.as_deref().copied() else {
+                    continue;
+                };
                 if store::ids::is_reserved_top(&format!("{}.json", t.id)) {
                     skip(
                         &mut out,
-                        &t.path,
+                        &store.thread_path(t),
                         "thread id is a reserved name: no document can be written for it".into(),
                     );
                     continue;
                 }
                 if cx.inventory.deleted_sessions.contains(&t.id) {
-                    skip(&mut out, &t.path, "session was deleted".into());
+                    skip(
+                        &mut out,
+                        &store.thread_path(t),
+                        "session was deleted".into(),
+                    );
                     continue;
                 }
                 if cx.refs.live_sessions.contains(&t.id) {
@@ -148,7 +154,7 @@ impl Rule for OrphanThread {
                 }
                 let unbound_by_r4 = session_id.is_some();
                 let digest = match (unbound_by_r4, &t.unbound_digest) {
-                    (true, Some(d)) => d.clone(),
+                    (true, Some(d)) => (**d).clone(),
                     (true, None) => continue,
                     (false, _) => t.digest.file_digest(),
                 };
@@ -162,7 +168,7 @@ impl Rule for OrphanThread {
                 {
                     ActionKind::BindThread
                 } else {
-                    skip(&mut out, &t.path, "document id taken".into());
+                    skip(&mut out, &store.thread_path(t), "document id taken".into());
                     continue;
                 };
                 let reason = match action {
@@ -175,7 +181,7 @@ impl Rule for OrphanThread {
                 claimed.insert(t.id.clone());
                 out.proposals.push(Proposal {
                     action,
-                    path: t.path.clone(),
+                    path: store.thread_path(t),
                     kind: None,
                     document: Some(document),
                     reason,
@@ -186,7 +192,7 @@ impl Rule for OrphanThread {
                     effect: Effect::Recovered {
                         id: t.id.clone(),
                         store: store.path.clone(),
-                        thread: t.path.clone(),
+                        thread: store.thread_path(t),
                     },
                 });
             }

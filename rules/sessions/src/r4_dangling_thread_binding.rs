@@ -57,7 +57,7 @@ impl Rule for DanglingThreadBinding {
                 for t in &store.threads {
                     if let ThreadState::NewerSchema { version, .. } = &t.state {
                         out.skipped.push(Skipped {
-                            path: t.path.clone(),
+                            path: store.thread_path(t),
                             rule: self.code().into(),
                             why: format!(
                                 "thread record of newer schema {version}: its store is left as it is"
@@ -76,7 +76,7 @@ impl Rule for DanglingThreadBinding {
                     ThreadState::Current { .. } => continue,
                     ThreadState::NewerSchema { version, .. } => {
                         out.skipped.push(Skipped {
-                            path: t.path.clone(),
+                            path: store.thread_path(t),
                             rule: self.code().into(),
                             why: format!("thread record of newer schema {version}: kept"),
                         });
@@ -85,7 +85,7 @@ impl Rule for DanglingThreadBinding {
                     ThreadState::Unreadable { reason, .. } => {
                         out.counts.threads_unreadable += 1;
                         out.skipped.push(Skipped {
-                            path: t.path.clone(),
+                            path: store.thread_path(t),
                             rule: self.code().into(),
                             why: format!("thread record does not parse ({reason}): left in place"),
                         });
@@ -96,12 +96,12 @@ impl Rule for DanglingThreadBinding {
                     || cx.refs.known_sessions.contains(sid)
                     || cx.refs.live_sessions.contains(sid);
                 // No projected digest: the record could not be re-read as a thread.
-                if settled || t.unbound_digest.is_none() || cx.is_live_path(&t.path) {
+                if settled || t.unbound_digest.is_none() || cx.is_live_path(&store.thread_path(t)) {
                     continue;
                 }
                 out.proposals.push(Proposal {
                     action: ActionKind::UnbindThread,
-                    path: t.path.clone(),
+                    path: store.thread_path(t),
                     kind: None,
                     document: None,
                     reason: "its session document no longer exists".into(),
@@ -110,7 +110,7 @@ impl Rule for DanglingThreadBinding {
                         sha256: t.digest.file_digest().sha256,
                     }),
                     effect: Effect::ThreadUnbound {
-                        thread: t.path.clone(),
+                        thread: store.thread_path(t),
                     },
                 });
             }
