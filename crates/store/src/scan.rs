@@ -200,30 +200,17 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
         .filter(|d| d.artifact_only || d.empty)
         .map(|d| d.id.clone())
         .collect();
+    let bindings = Bindings::default();
     let names = NameMatcher::new(&candidates);
-    let docs: Vec<(Document, BTreeSet<String>, Option<ScanError>)> = doc_ids
+    let docs: Vec<(Document, Option<Box<Extra>>)> = doc_ids
         .par_iter()
-        .map(|id| scan_document(root, id, &format!("{id}.json"), &names))
+        .map(|id| scan_document(root, id, &format!("{id}.json"), &names, &bindings))
         .collect();
-    // Many documents bind one store (a host binds every document it creates to its own):
-    // each distinct binding is kept once.
-    let mut bindings: HashSet<std::sync::Arc<str>> = HashSet::new();
     inv.documents.reserve_exact(docs.len());
-    for (mut doc, named, err) in docs {
-        inv.named_by_documents.extend(named);
-        inv.errors.extend(err);
-        if let DocState::Readable { data_dir }
-        | DocState::UnknownContent { data_dir, .. }
-        | DocState::NewerSchema { data_dir, .. } = &mut doc.state
-        {
-            if let Some(d) = data_dir.as_mut() {
-                match bindings.get(d) {
-                    Some(shared) => *d = shared.clone(),
-                    None => {
-                        bindings.insert(d.clone());
-                    }
-                }
-            }
+    for (doc, extra) in docs {
+        if let Some(x) = extra {
+            inv.named_by_documents.extend(x.named);
+            inv.errors.extend(x.err);
         }
         inv.documents.push(doc);
     }
@@ -385,15 +372,41 @@ fn scan_error(path: &str, e: &fsroot::Error) -> ScanError {
     }
 }
 
+/// Distinct `data_dir` strings, each kept once: many documents bind one store (a host binds
+/// every document it creates to its own), so a large store holds few distinct bindings.
+#[derive(Default)]
+struct Bindings(std::sync::Mutex<HashSet<std::sync::Arc<str>>>);
+
+impl Bindings {
+    fn share(&self, state: &mut DocState) {
+        if let DocState::Readable { data_dir }
+        | DocState::UnknownContent { data_dir, .. }
+        | DocState::NewerSchema { data_dir, .. } = state
+        {
+            if let Some(d) = data_dir.as_mut() {
+                let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+                match set.get(d) {
+                    Some(shared) => *d = shared.clone(),
+                    None => {
+                        set.insert(d.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn scan_document(
     root: &Root,
     id: &str,
     path: &str,
     names: &NameMatcher,
-) -> (Document, BTreeSet<String>, Option<ScanError>) {
+    bindings: &Bindings,
+) -> (Document, Option<Box<Extra>>) {
     let (state, named, err) = match root.read(Path::new(path)) {
         Ok(bytes) => {
-            let state = judge_document(id, &bytes);
+            let mut state = judge_document(id, &bytes);
+            bindings.share(&mut state);
             let named = if state.is_known() {
                 names.named(&bytes)
             } else {
@@ -411,7 +424,17 @@ fn scan_document(
         id: id.to_owned(),
         state,
     };
-    (doc, named, err)
+    // The rare extras go in a box: a large store has hundreds of thousands of these results
+    // alive at once, almost all without either.
+    let extra = (!named.is_empty() || err.is_some()).then(|| Box::new(Extra { named, err }));
+    (doc, extra)
+}
+
+/// What scanning a document found beside its state: the directory ids its text names, and an
+/// error reading it.
+struct Extra {
+    named: BTreeSet<String>,
+    err: Option<ScanError>,
 }
 
 /// Size and SHA-256 of bytes in memory.
@@ -660,11 +683,21 @@ fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
     }
     let scanned: Vec<_> = ids
         .par_iter()
-        .map(|id| scan_document(root, id, &format!("checkpoints/{id}.json"), names))
+        .map(|id| {
+            scan_document(
+                root,
+                id,
+                &format!("checkpoints/{id}.json"),
+                names,
+                &Bindings::default(),
+            )
+        })
         .collect();
-    for (doc, named, err) in scanned {
-        inv.named_by_documents.extend(named);
-        inv.errors.extend(err);
+    for (doc, extra) in scanned {
+        if let Some(x) = extra {
+            inv.named_by_documents.extend(x.named);
+            inv.errors.extend(x.err);
+        }
         if let Some(d) = doc.state.data_dir() {
             inv.checkpoint_bindings.insert(doc.id.clone(), d.to_owned());
         }
