@@ -148,17 +148,7 @@ impl RepairReport {
             &self.outcomes,
             self.dry_run,
         ));
-        for t in &self.interrupted_writes {
-            let verb = if self.dry_run {
-                "would remove"
-            } else {
-                "removed"
-            };
-            let _ = writeln!(
-                s,
-                "{verb} {t}  (temporary file of an interrupted doctor write)"
-            );
-        }
+        render_interrupted(&mut s, &self.interrupted_writes, self.dry_run);
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }
@@ -400,17 +390,7 @@ impl AdminReport {
             &self.outcomes,
             self.dry_run,
         ));
-        for t in &self.interrupted_writes {
-            let verb = if self.dry_run {
-                "would remove"
-            } else {
-                "removed"
-            };
-            let _ = writeln!(
-                s,
-                "{verb} {t}  (temporary file of an interrupted doctor write)"
-            );
-        }
+        render_interrupted(&mut s, &self.interrupted_writes, self.dry_run);
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }
@@ -432,5 +412,16 @@ impl AdminReport {
             ),
         };
         s
+    }
+}
+
+/// One line per temporary file of an interrupted doctor write that a run removes (or would).
+fn render_interrupted(s: &mut String, temps: &[String], dry_run: bool) {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    for t in temps {
+        let _ = writeln!(
+            s,
+            "{verb} {t}  (temporary file of an interrupted doctor write)"
+        );
     }
 }

@@ -371,16 +371,25 @@ fn doctor_bin(
     if dry_run {
         argv.push("--dry-run".into());
     }
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    within(cmd, timeout)
+}
+
+/// Runs `cmd` (with `DOCTOR_NOW` set, logs and hooks off), its output collected, killed after
+/// `timeout`.
+fn within(mut cmd: Command, timeout: Duration) -> BinOut {
+    let mut child = cmd
         .env("DOCTOR_NOW", NOW)
         .env_remove("DOCTOR_LOG")
         .env_remove("RUST_LOG")
+        .env_remove("DOCTOR_PAUSE_BEFORE")
+        .env_remove("DOCTOR_FAULT_AT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("spawn {argv:?}: {e}"));
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let readers = (
@@ -2332,51 +2341,9 @@ fn c56_a_store_whose_document_cannot_be_read_is_kept() {
 
 /// Runs the doctor binary with `args` (nothing else), killed after `timeout`.
 fn doctor_args(args: &[&OsStr], timeout: Duration) -> BinOut {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args(args)
-        .env("DOCTOR_NOW", NOW)
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .env_remove("DOCTOR_PAUSE_BEFORE")
-        .env_remove("DOCTOR_FAULT_AT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn doctor {args:?}: {e}"));
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let readers = (
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        }),
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }),
-    );
-    let start = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    BinOut {
-        code: status.code(),
-        stdout: readers.0.join().unwrap(),
-        stderr: readers.1.join().unwrap(),
-        timed_out,
-    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
+    cmd.args(args);
+    within(cmd, timeout)
 }
 
 /// A library repair in another thread; the test fails (leaving the thread behind) when it has

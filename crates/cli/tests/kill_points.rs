@@ -34,8 +34,14 @@ fn doctor(s: &Path) -> Command {
 /// Runs a repair with the fault hook at `spec`; kills it with SIGKILL when it stops there.
 /// Returns whether it was killed (false: it finished without reaching the point).
 fn repair_killed_at(s: &Path, spec: &str) -> bool {
+    killed_at(s, &["--repair-sessions"], spec)
+}
+
+/// Runs the doctor with `args` and the fault hook at `spec`; kills it with SIGKILL when it
+/// stops there. Returns whether it was killed (false: it finished, successfully).
+fn killed_at(s: &Path, args: &[&str], spec: &str) -> bool {
     let mut child = doctor(s)
-        .arg("--repair-sessions")
+        .args(args)
         .env("DOCTOR_FAULT_AT", spec)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -312,27 +318,7 @@ fn assert_contents_kept(before: &Tree, s: &Path, point: &str) {
 }
 
 fn restore_killed_at(s: &Path, run: &str, spec: &str) -> bool {
-    let mut child = doctor(s)
-        .args(["--restore", run])
-        .env("DOCTOR_FAULT_AT", spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    for line in stderr.lines() {
-        if line.unwrap().contains("fault point: stopped") {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return true;
-        }
-    }
-    let status = child.wait().unwrap();
-    assert!(
-        status.success(),
-        "an unfaulted restore must succeed: {status}"
-    );
-    false
+    killed_at(s, &["--restore", run], spec)
 }
 
 fn complete_restore(s: &Path, run: &str) -> serde_json::Value {
