@@ -356,6 +356,15 @@ impl Root {
 
     /// The regular file at `p`, opened for reading (never blocking, no symlink followed).
     fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
+        self.open_regular_meta(p, op).map(|(f, _)| f)
+    }
+
+    /// [`Root::open_regular`], with the metadata it checked.
+    fn open_regular_meta(
+        &self,
+        p: &Path,
+        op: &'static str,
+    ) -> Result<(cap_std::fs::File, cap_std::fs::Metadata)> {
         let fd = self
             .open_beneath(p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
             .map_err(|e| self.open_error(op, p, e, false))?;
@@ -364,7 +373,31 @@ impl Root {
         if !m.is_file() {
             return Err(Error::not_a_file(&self.display_path(p)));
         }
-        Ok(f)
+        Ok((f, m))
+    }
+
+    /// Reads the whole opened file whose metadata said `len` bytes: the buffer is reserved
+    /// from that (an allocation that cannot be had is an error, never an abort), and no
+    /// further `fstat` or `lseek` is spent on a size hint. Reads on to the end if it grew.
+    fn read_opened(&self, f: cap_std::fs::File, len: u64, p: &Path) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let want = usize::try_from(len)
+            .ok()
+            .and_then(|n| n.checked_add(1))
+            .unwrap_or(usize::MAX);
+        buf.try_reserve_exact(want).map_err(|_| {
+            self.err(
+                "read",
+                p,
+                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+            )
+        })?;
+        let mut f = f.into_std();
+        Read::by_ref(&mut f)
+            .take(u64::MAX)
+            .read_to_end(&mut buf)
+            .map_err(|e| self.err("read", p, e))?;
+        Ok(buf)
     }
 
     /// Opens directory `name` of `parent` without following a link, and checks it is the
@@ -488,11 +521,8 @@ impl Root {
     /// Reads a whole regular file. A symlink or a directory is refused.
     pub fn read(&self, rel: &Path) -> Result<Vec<u8>> {
         let p = confine(rel)?;
-        let mut f = self.open_regular(&p, "read")?;
-        let mut buf = Vec::new();
-        f.read_to_end(&mut buf)
-            .map_err(|e| self.err("read", &p, e))?;
-        Ok(buf)
+        let (f, m) = self.open_regular_meta(&p, "read")?;
+        self.read_opened(f, m.len(), &p)
     }
 
     /// Reads one of the doctor's own record files (a manifest, the receipts, `last.json`, a
@@ -500,17 +530,13 @@ impl Root {
     /// name may stand for a file that lives outside the root.
     pub fn read_record(&self, rel: &Path) -> Result<Vec<u8>> {
         let p = confine(rel)?;
-        let mut f = self.open_regular(&p, "read")?;
-        let m = f.metadata().map_err(|e| self.err("read", &p, e))?;
+        let (f, m) = self.open_regular_meta(&p, "read")?;
         if m.nlink() > 1 {
             return Err(Error::HardLinked {
                 path: self.display_path(&p),
             });
         }
-        let mut buf = Vec::new();
-        f.read_to_end(&mut buf)
-            .map_err(|e| self.err("read", &p, e))?;
-        Ok(buf)
+        self.read_opened(f, m.len(), &p)
     }
 
     /// Size and SHA-256 of a regular file, streamed.
