@@ -442,6 +442,22 @@ fn setpriv_works() -> bool {
     })
 }
 
+/// A fresh case that user 65534 can work in, or `None` (with a SKIPPED line naming `class`)
+/// where the doctor cannot be run as that user here.
+fn case_for_nobody(class: &str) -> Option<Case> {
+    if !setpriv_works() {
+        println!("SKIPPED {class}: needs root, setpriv, and a doctor binary user 65534 may run");
+        return None;
+    }
+    let c = Case::new();
+    chmod(c.tmp.path(), 0o755);
+    if !nobody_can_reach(c.tmp.path()) {
+        println!("SKIPPED {class}: user 65534 cannot reach the temporary directory");
+        return None;
+    }
+    Some(c)
+}
+
 /// Whether user 65534 may reach `dir` (a private temporary directory's parents may stop it).
 fn nobody_can_reach(dir: &Path) -> bool {
     Command::new("setpriv")
@@ -952,16 +968,9 @@ fn c14_mode_000_as_root_is_judged_by_content() {
 /// not read are reported with their path and left alone; the rest of the run goes on.
 #[test]
 fn c15_permission_denied_files_as_an_ordinary_user() {
-    if !setpriv_works() {
-        println!("SKIPPED c15: needs root, setpriv, and a doctor binary user 65534 may run");
+    let Some(c) = case_for_nobody("c15") else {
         return;
-    }
-    let c = Case::new();
-    chmod(c.tmp.path(), 0o755);
-    if !nobody_can_reach(c.tmp.path()) {
-        println!("SKIPPED c15: user 65534 cannot reach the temporary directory");
-        return;
-    }
+    };
     write(&c.s, "torn.json", b"{\"torn\":");
     store_with_thread(&c.s, "sx/runtime", "th-sx", Some("gone"), 1);
     give_to_nobody(&c.s);
@@ -1008,16 +1017,9 @@ fn c15_permission_denied_files_as_an_ordinary_user() {
 /// planned, and its move fails cleanly (EACCES), with nothing moved.
 #[test]
 fn c16_permission_denied_directories_as_an_ordinary_user() {
-    if !setpriv_works() {
-        println!("SKIPPED c16: needs root, setpriv, and a doctor binary user 65534 may run");
+    let Some(c) = case_for_nobody("c16") else {
         return;
-    }
-    let c = Case::new();
-    chmod(c.tmp.path(), 0o755);
-    if !nobody_can_reach(c.tmp.path()) {
-        println!("SKIPPED c16: user 65534 cannot reach the temporary directory");
-        return;
-    }
+    };
     empty_store(&c.s, "pdir/runtime");
     store_with_thread(&c.s, "q/runtime", "th-q", Some("gone"), 1);
     empty_store(&c.s, "r/runtime");
@@ -2107,11 +2109,9 @@ fn c52_a_store_swapped_for_an_inside_symlink_never_redirects_the_move() {
     );
 }
 
-/// Two temporary files of interrupted doctor writes, in two free stores: the dry run lists
-/// both. While the real run removes the first, a host takes the second store's owner lock: the
-/// second is left and its skip receipted, never removed under a live host, never silently.
-#[test]
-fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() {
+/// Two free stores, each with the temporary file of an interrupted doctor write in its
+/// threads directory: the case and the two files' paths.
+fn two_interrupted_writes() -> (Case, &'static str, &'static str) {
     let c = Case::new();
     store_with_thread(&c.s, "a/runtime", "th-a", None, 0);
     store_with_thread(&c.s, "b/runtime", "th-b", None, 0);
@@ -2119,6 +2119,15 @@ fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() 
     let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-4242-1";
     write(&c.s, temp_a, "half");
     write(&c.s, temp_b, "half");
+    (c, temp_a, temp_b)
+}
+
+/// Two temporary files of interrupted doctor writes, in two free stores: the dry run lists
+/// both. While the real run removes the first, a host takes the second store's owner lock: the
+/// second is left and its skip receipted, never removed under a live host, never silently.
+#[test]
+fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() {
+    let (c, temp_a, temp_b) = two_interrupted_writes();
     let s = c.s.to_string_lossy().into_owned();
     let mut holder = None;
     let (code, stdout, stderr) = paused(
@@ -2190,19 +2199,7 @@ fn c54_a_good_document_renamed_in_during_a_set_aside_is_put_back() {
         lines[1]["reason"].as_str().unwrap(),
         "records what was moved",
     );
-    let purge = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args([
-            "--purge-set-aside",
-            "--older-than",
-            "0s",
-            "--dry-run",
-            "--json",
-        ])
-        .args(["--sessions-dir", &s])
-        .env("DOCTOR_NOW", "2099-01-01T00:00:00Z")
-        .output()
-        .unwrap();
-    let purge: Value = serde_json::from_slice(&purge.stdout).unwrap();
+    let purge = purge_dry_run(&c.s);
     assert_eq!(
         purge["skipped"],
         json!([]),
@@ -2269,34 +2266,22 @@ fn c55_a_replaced_item_that_cannot_go_back_is_recorded_as_moved() {
 /// either and skips the move: in doubt, the store stays.
 #[test]
 fn c56_a_store_whose_document_cannot_be_read_is_kept() {
-    if !setpriv_works() {
-        println!("SKIPPED c56: needs root, setpriv, and a doctor binary user 65534 may run");
+    let Some(c) = case_for_nobody("c56") else {
         return;
-    }
-    let c = Case::new();
-    chmod(c.tmp.path(), 0o755);
-    if !nobody_can_reach(c.tmp.path()) {
-        println!("SKIPPED c56: user 65534 cannot reach the temporary directory");
-        return;
-    }
+    };
     empty_store(&c.s, "e/runtime");
     give_to_nobody(&c.s);
     let as_nobody = |args: &[&str]| {
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(env!("CARGO_BIN_EXE_doctor"))
-            .args(args)
-            .args(if args.contains(&"--apply-plan") {
-                vec![]
-            } else {
-                vec![OsStr::new("--sessions-dir"), c.s.as_os_str()]
-            })
-            .env("DOCTOR_NOW", NOW)
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-        });
+            .args(args);
+        if !args.contains(&"--apply-plan") {
+            cmd.arg("--sessions-dir").arg(&c.s);
+        }
+        let out = within(cmd, Duration::from_secs(60));
+        let v: Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", bin_said(&out)));
         v
     };
     let plans = c.tmp.path().join("plans");
@@ -2935,33 +2920,6 @@ fn torn_case() -> Case {
     c
 }
 
-/// The mutations a real repair of `s` makes, traced (`DOCTOR_FAULT_TRACE=1`): number and
-/// description, in order. The run changes `s`: run it on an identical copy (the sequence is
-/// the same for the same store).
-fn traced_mutations(s: &Path) -> Vec<(u64, String)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args(["--repair-sessions", "--json", "--sessions-dir"])
-        .arg(s)
-        .env("DOCTOR_NOW", NOW)
-        .env("DOCTOR_FAULT_TRACE", "1")
-        .env_remove("DOCTOR_PAUSE_BEFORE")
-        .env_remove("DOCTOR_FAULT_AT")
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("doctor: fault point: mutation ")?;
-            let (n, described) = rest.split_once(' ')?;
-            let described = described.strip_prefix('(')?.strip_suffix(')')?;
-            Some((n.parse().ok()?, described.to_owned()))
-        })
-        .collect()
-}
-
 /// `--purge-set-aside --older-than 0s --dry-run --json` in 2099: every run is old enough, so
 /// only the runs that do not match their manifest are left, under `skipped`.
 fn purge_dry_run(s: &Path) -> Value {
@@ -3007,7 +2965,7 @@ fn receipt_of(s: &Path, path: &str) -> Value {
 /// partial: a purge skips nothing, even after the app saved `torn.json` again.
 #[test]
 fn c64_a_set_aside_whose_sync_fails_after_the_move_still_puts_back_a_swapped_document() {
-    let trace = traced_mutations(&torn_case().s);
+    let trace = common::traced_mutations(&torn_case().s, NOW);
     let at = trace
         .iter()
         .position(|(_, d)| d.starts_with("move torn.json"))
@@ -3109,13 +3067,7 @@ fn c65_a_symlink_renamed_in_during_a_set_aside_is_put_back() {
 /// files only, so the directory and its file survive, and its receipt is not "applied".
 #[test]
 fn c66_a_directory_swapped_in_at_a_temporary_files_name_is_never_deleted() {
-    let c = Case::new();
-    store_with_thread(&c.s, "a/runtime", "th-a", None, 0);
-    store_with_thread(&c.s, "b/runtime", "th-b", None, 0);
-    let temp_a = "a/runtime/threads/.th-a.json.doctor-tmp-4242-1";
-    let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-4242-1";
-    write(&c.s, temp_a, "half");
-    write(&c.s, temp_b, "half");
+    let (c, temp_a, temp_b) = two_interrupted_writes();
     let s = c.s.to_string_lossy().into_owned();
     let (code, stdout, stderr) = paused(
         &["--repair-sessions", "--json", "--sessions-dir", &s],
@@ -3214,16 +3166,9 @@ fn c67_a_restore_through_a_symlinked_session_directory_skips_the_item() {
 /// and says why, in the dry run and the real run alike, and a second dry run is the same.
 #[test]
 fn c68_a_store_whose_checkpoint_cannot_be_read_is_kept() {
-    if !setpriv_works() {
-        println!("SKIPPED c68: needs root, setpriv, and a doctor binary user 65534 may run");
+    let Some(c) = case_for_nobody("c68") else {
         return;
-    }
-    let c = Case::new();
-    chmod(c.tmp.path(), 0o755);
-    if !nobody_can_reach(c.tmp.path()) {
-        println!("SKIPPED c68: user 65534 cannot reach the temporary directory");
-        return;
-    }
+    };
     empty_store(&c.s, "f/runtime");
     write(
         &c.s,

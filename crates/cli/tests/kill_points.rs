@@ -402,26 +402,6 @@ fn every_restore_kill_point_converges() {
     println!("restore kill points run: {points}; mutations of one restore: {total}");
 }
 
-/// The numbered mutations of an uninterrupted repair of a fresh copy of `pristine` at `s`
-/// (`DOCTOR_FAULT_TRACE`): the same store gives the same sequence every time.
-fn traced_mutations(pristine: &Path, s: &Path) -> Vec<(u64, String)> {
-    fresh_copy(pristine, s);
-    let out = doctor(s)
-        .arg("--repair-sessions")
-        .env("DOCTOR_FAULT_TRACE", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter_map(|l| l.strip_prefix("doctor: fault point: mutation "))
-        .filter_map(|l| {
-            let (n, what) = l.split_once(' ')?;
-            Some((n.parse().ok()?, what.trim_matches(['(', ')']).to_owned()))
-        })
-        .collect()
-}
-
 /// A store move whose rename of an entry happened but whose directory sync then failed (EIO,
 /// injected with `DOCTOR_FAULT_AT=N:fail`): the entry did move, so it goes back with the
 /// others. The store is whole at its path afterwards, nothing of it is left in the run, and
@@ -432,7 +412,8 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
     let work = tempfile::tempdir().unwrap();
     let s = work.path().join("S");
     let store_before = tree(&pristine.join("epsilon/runtime"));
-    let trace = traced_mutations(&pristine, &s);
+    fresh_copy(&pristine, &s);
+    let trace = common::traced_mutations(&s, NOW);
     // The first entry of epsilon/runtime renamed into the run, then its destination synced.
     let moved = trace
         .iter()

@@ -452,20 +452,12 @@ fn on_disk(root: &Root, item: &SetAsideItem) -> Result<Option<(ItemKind, Precond
             ))
         }
     };
-    let pre = if stat.kind == EntryKind::Dir {
-        let d = root.tree_digest(path).map_err(|e| e.to_string())?;
-        Precondition::Tree {
-            bytes: d.bytes,
-            tree_blake3: d.tree_blake3,
-        }
-    } else {
-        let d = root.file_digest(path).map_err(|e| e.to_string())?;
-        Precondition::File {
-            bytes: d.bytes,
-            sha256: d.sha256,
-        }
-    };
-    Ok(Some((kind, pre)))
+    // A file or a directory, as the match above established: digested by its kind.
+    match crate::item_digest(root, &item.moved_to) {
+        Ok(Some(pre)) => Ok(Some((kind, pre))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn action(

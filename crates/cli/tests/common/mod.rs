@@ -391,3 +391,31 @@ pub fn run_paused(mut cmd: std::process::Command, windows: Vec<Window<'_>>) -> P
         stderr,
     }
 }
+
+/// The mutations a real repair of `s` makes, traced (`DOCTOR_FAULT_TRACE=1`): number and
+/// description, in order. The run changes `s`: run it on an identical copy (the sequence is
+/// the same for the same store).
+#[allow(dead_code)]
+pub fn traced_mutations(s: &Path, now: &str) -> Vec<(u64, String)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--repair-sessions", "--json", "--sessions-dir"])
+        .arg(s)
+        .env("DOCTOR_NOW", now)
+        .env("DOCTOR_FAULT_TRACE", "1")
+        .env_remove("DOCTOR_PAUSE_BEFORE")
+        .env_remove("DOCTOR_FAULT_AT")
+        .env_remove("DOCTOR_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("doctor: fault point: mutation ")?;
+            let (n, described) = rest.split_once(' ')?;
+            let described = described.strip_prefix('(')?.strip_suffix(')')?;
+            Some((n.parse().ok()?, described.to_owned()))
+        })
+        .collect()
+}
