@@ -29,7 +29,7 @@ pub mod procfs;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::ops::Deref;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -263,6 +263,17 @@ impl Root {
     /// root's handle. Either way the result is the object found at that instant, and whatever
     /// is done next is done to it.
     fn open_beneath(&self, p: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        self.open_beneath_at(self.dir.as_fd(), p, flags, mode)
+    }
+
+    /// [`Root::open_beneath`] from `base`, a directory beneath the root held open.
+    fn open_beneath_at(
+        &self,
+        base: BorrowedFd<'_>,
+        p: &Path,
+        flags: OFlags,
+        mode: Mode,
+    ) -> std::io::Result<OwnedFd> {
         let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
         // `openat2` refuses a mode where nothing is created.
         let mode = if flags.contains(OFlags::CREATE) {
@@ -275,7 +286,7 @@ impl Root {
                 ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
             // `EAGAIN`: a rename or mount elsewhere raced the lookup; the kernel asks to retry.
             for _ in 0..16 {
-                match rustix::fs::openat2(&self.dir, as_arg(p), flags, mode, how) {
+                match rustix::fs::openat2(base, as_arg(p), flags, mode, how) {
                     Err(Errno::AGAIN) => continue,
                     Err(Errno::NOSYS) => {
                         OPENAT2.store(false, Ordering::Relaxed);
@@ -295,13 +306,13 @@ impl Root {
         for part in parts {
             let next = match &at {
                 Some(d) => rustix::fs::openat(d, part, dir_flags, Mode::empty()),
-                None => rustix::fs::openat(&self.dir, part, dir_flags, Mode::empty()),
+                None => rustix::fs::openat(base, part, dir_flags, Mode::empty()),
             }?;
             at = Some(next);
         }
         Ok(match &at {
             Some(d) => rustix::fs::openat(d, last, flags, mode),
-            None => rustix::fs::openat(&self.dir, last, flags, mode),
+            None => rustix::fs::openat(base, last, flags, mode),
         }?)
     }
 
@@ -376,15 +387,21 @@ impl Root {
         Ok((f, m))
     }
 
-    /// Reads the whole opened file whose metadata said `len` bytes: the buffer is reserved
-    /// from that (an allocation that cannot be had is an error, never an abort), and no
-    /// further `fstat` or `lseek` is spent on a size hint. Reads on to the end if it grew.
+    /// Reads the opened file whose metadata said `len` bytes: the buffer is reserved from that
+    /// (an allocation that cannot be had is an error, never an abort) and reading stops once
+    /// `len` bytes are in, or at the end if it shrank: bytes appended after the `fstat` are
+    /// not read, so the result is the file as it was at that instant, for the cost of one
+    /// `read` call. A file that reports no size (as some special filesystems do) is read to
+    /// its end.
     fn read_opened(&self, f: cap_std::fs::File, len: u64, p: &Path) -> Result<Vec<u8>> {
+        let mut f = f.into_std();
         let mut buf = Vec::new();
-        let want = usize::try_from(len)
-            .ok()
-            .and_then(|n| n.checked_add(1))
-            .unwrap_or(usize::MAX);
+        if len == 0 {
+            f.read_to_end(&mut buf)
+                .map_err(|e| self.err("read", p, e))?;
+            return Ok(buf);
+        }
+        let want = usize::try_from(len).unwrap_or(usize::MAX);
         buf.try_reserve_exact(want).map_err(|_| {
             self.err(
                 "read",
@@ -392,9 +409,8 @@ impl Root {
                 std::io::Error::from(std::io::ErrorKind::OutOfMemory),
             )
         })?;
-        let mut f = f.into_std();
         Read::by_ref(&mut f)
-            .take(u64::MAX)
+            .take(len)
             .read_to_end(&mut buf)
             .map_err(|e| self.err("read", p, e))?;
         Ok(buf)
@@ -459,25 +475,24 @@ impl Root {
     /// Lists a directory, sorted by name. Symlinks are reported as such, never followed; a
     /// symlink in place of the directory, or on the way to it, is refused.
     pub fn list(&self, rel: &Path) -> Result<Vec<Entry>> {
+        self.hold_dir(rel)?.list()
+    }
+
+    /// The directory at `rel`, held open: what is then listed, read or probed through it is
+    /// in that directory, whatever is renamed on the way to it meanwhile. Refused as
+    /// [`Root::list`] refuses.
+    pub fn hold_dir(&self, rel: &Path) -> Result<HeldDir<'_>> {
         let p = confine(rel)?;
-        let dir = self.open_dir(&p, "list directory")?;
-        let mut out = Vec::new();
-        for ent in dir
-            .entries()
-            .map_err(|e| self.err("list directory", &p, e))?
-        {
-            let ent = ent.map_err(|e| self.err("list directory", &p, e))?;
-            let kind = ent
-                .file_type()
-                .map(kind_of)
-                .map_err(|e| self.err("list directory", &p, e))?;
-            out.push(Entry {
-                name: ent.file_name(),
-                kind,
-            });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        let fd = self
+            .open_beneath(&p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|e| self.open_error("list directory", &p, e, true))?;
+        let dir = rustix::fs::Dir::new(fd).map_err(|e| self.err("list directory", &p, e.into()))?;
+        Ok(HeldDir {
+            root: self,
+            dir,
+            rel: p,
+            listed: false,
+        })
     }
 
     /// `lstat` of `rel`; `Ok(None)` when nothing is there. The last component is looked at
@@ -584,6 +599,124 @@ impl Root {
             Err(e) => return Err(self.open_error("probe lock", &p, e, false)),
         };
         lock::probe(&file).map_err(|e| self.err("probe lock", &p, e))
+    }
+}
+
+/// A directory beneath a [`Root`], held open by [`Root::hold_dir`]. Names given to it are one
+/// component each, opened relative to the held handle with no symlink followed.
+pub struct HeldDir<'r> {
+    root: &'r Root,
+    dir: rustix::fs::Dir,
+    rel: PathBuf,
+    /// Whether the stream was read: a second listing starts it again.
+    listed: bool,
+}
+
+impl std::fmt::Debug for HeldDir<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldDir").field("rel", &self.rel).finish()
+    }
+}
+
+impl HeldDir<'_> {
+    /// The directory's path relative to the root.
+    pub fn rel(&self) -> &Path {
+        &self.rel
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        // `Dir::fd` cannot fail on Linux: it borrows the descriptor the stream reads.
+        self.dir.fd().expect("a held directory has a descriptor")
+    }
+
+    /// `name` as one component, or the escape error naming it.
+    fn child(&self, name: &std::ffi::OsStr) -> Result<PathBuf> {
+        let mut comps = Path::new(name).components();
+        match (comps.next(), comps.next()) {
+            (Some(Component::Normal(_)), None) => Ok(self.rel.join(name)),
+            _ => Err(Error::escape(&self.rel.join(name))),
+        }
+    }
+
+    /// The entries, sorted by name, as [`Root::list`] gives them. Lists from the start each
+    /// time.
+    pub fn list(&mut self) -> Result<Vec<Entry>> {
+        use std::os::unix::ffi::OsStringExt;
+        if self.listed {
+            self.dir.rewind();
+        }
+        self.listed = true;
+        let mut out = Vec::new();
+        while let Some(ent) = self.dir.read() {
+            let ent = ent.map_err(|e| self.root.err("list directory", &self.rel, e.into()))?;
+            let name = ent.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let kind = match ent.file_type() {
+                rustix::fs::FileType::Directory => EntryKind::Dir,
+                rustix::fs::FileType::RegularFile => EntryKind::File,
+                rustix::fs::FileType::Symlink => EntryKind::Symlink,
+                // A filesystem that does not fill `d_type`: ask for the entry's own mode.
+                rustix::fs::FileType::Unknown => {
+                    let st = rustix::fs::statat(
+                        self.fd(),
+                        ent.file_name(),
+                        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                    )
+                    .map_err(|e| self.root.err("list directory", &self.rel, e.into()))?;
+                    match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+                        rustix::fs::FileType::Directory => EntryKind::Dir,
+                        rustix::fs::FileType::RegularFile => EntryKind::File,
+                        rustix::fs::FileType::Symlink => EntryKind::Symlink,
+                        _ => EntryKind::Other,
+                    }
+                }
+                _ => EntryKind::Other,
+            };
+            out.push(Entry {
+                name: OsString::from_vec(name.to_vec()),
+                kind,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Reads the whole regular file `name` of this directory, as [`Root::read`] reads.
+    pub fn read(&self, name: &std::ffi::OsStr) -> Result<Vec<u8>> {
+        let p = self.child(name)?;
+        let fd = self
+            .root
+            .open_beneath_at(
+                self.fd(),
+                Path::new(name),
+                OFlags::RDONLY | OFlags::NONBLOCK,
+                Mode::empty(),
+            )
+            .map_err(|e| self.root.open_error("read", &p, e, false))?;
+        let f = cap_std::fs::File::from_std(std::fs::File::from(fd));
+        let m = f.metadata().map_err(|e| self.root.err("read", &p, e))?;
+        if !m.is_file() {
+            return Err(Error::not_a_file(&self.root.display_path(&p)));
+        }
+        self.root.read_opened(f, m.len(), &p)
+    }
+
+    /// [`Root::probe_lock`] of the file `name` of this directory.
+    pub fn probe_lock(&self, name: &std::ffi::OsStr) -> Result<LockProbe> {
+        let p = self.child(name)?;
+        let fd = match self.root.open_beneath_at(
+            self.fd(),
+            Path::new(name),
+            OFlags::RDONLY | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(f) => regular_fd(f, &self.root.display_path(&p))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
+            Err(e) => return Err(self.root.open_error("probe lock", &p, e, false)),
+        };
+        lock::probe(&fd).map_err(|e| self.root.err("probe lock", &p, e))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use fsroot::{EntryKind, Error, Root, WritableRoot};
+use fsroot::{EntryKind, Error, LockProbe, Root, WritableRoot};
 
 #[test]
 fn refuses_paths_that_leave_the_root() {
@@ -255,4 +255,64 @@ fn record_reads_refuse_hard_links_and_fifos() {
     );
     std::fs::hard_link(tmp.path().join("plan.json"), outside.path().join("plan")).unwrap();
     assert!(fsroot::read_standalone_file(&tmp.path().join("plan.json")).is_err());
+}
+
+#[test]
+fn a_held_directory_lists_reads_and_probes_through_its_handle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("store/threads");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("b.json"), "{\"b\":1}").unwrap();
+    std::fs::write(d.join("a.lock"), "").unwrap();
+    std::os::unix::fs::symlink("b.json", d.join("link.json")).unwrap();
+    std::fs::write(tmp.path().join("outside.json"), "secret").unwrap();
+    let root = Root::open(tmp.path()).unwrap();
+    let mut held = root.hold_dir(Path::new("store/threads")).unwrap();
+    let listed: Vec<(String, EntryKind)> = held
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name.to_string_lossy().into_owned(), e.kind))
+        .collect();
+    let expected = vec![
+        ("a.lock".to_owned(), EntryKind::File),
+        ("b.json".to_owned(), EntryKind::File),
+        ("link.json".to_owned(), EntryKind::Symlink),
+        ("sub".to_owned(), EntryKind::Dir),
+    ];
+    assert_eq!(listed, expected);
+    // A second listing starts again from the first entry.
+    assert_eq!(held.list().unwrap().len(), 4);
+    assert_eq!(
+        root.list(Path::new("store/threads"))
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name.to_string_lossy().into_owned(), e.kind))
+            .collect::<Vec<_>>(),
+        expected
+    );
+
+    // The directory is renamed after it was held: reads still go to the held one.
+    std::fs::rename(tmp.path().join("store"), tmp.path().join("moved")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("store/threads")).unwrap();
+    std::fs::write(tmp.path().join("store/threads/b.json"), "decoy").unwrap();
+    assert_eq!(held.read("b.json".as_ref()).unwrap(), b"{\"b\":1}");
+    assert_eq!(held.probe_lock("a.lock".as_ref()).unwrap(), LockProbe::Free);
+    assert_eq!(
+        held.probe_lock("none.lock".as_ref()).unwrap(),
+        LockProbe::Missing
+    );
+
+    // One component only, no symlink, no directory.
+    for name in ["../../outside.json", "sub/x", "..", "/etc/passwd", ""] {
+        let err = held.read(name.as_ref()).unwrap_err();
+        assert!(matches!(err, Error::Escape { .. }), "{name}: {err}");
+    }
+    let err = held.read("link.json".as_ref()).unwrap_err();
+    assert!(err.to_string().contains("store/threads/link.json"), "{err}");
+    assert!(matches!(
+        held.read("sub".as_ref()).unwrap_err(),
+        Error::NotAFile { .. }
+    ));
+    assert!(held.probe_lock("link.json".as_ref()).is_err());
 }

@@ -5,10 +5,16 @@
 //! probed once by the scan. Never from directory names alone. The planner projects it through
 //! the actions that earlier rules planned, with the `project_*` methods.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Hash maps and sets with a fast hasher seeded at random per process (ids come from files
+/// anyone can write, so the seed keeps collisions from being chosen).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::path::{Component, Path};
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use store::{Inventory, ThreadState};
 
 /// A binding that binds nothing the doctor may act on.
@@ -219,9 +225,9 @@ impl ReferenceSet {
             refs.present_documents.insert(id);
         }
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
-        let mut shared: HashMap<&str, Arc<str>> = HashMap::new();
+        let mut shared: HashMap<&str, Arc<str>> = HashMap::default();
         // A binding string is resolved once however many documents declare it.
-        let mut resolved: HashMap<&str, Result<String, &'static str>> = HashMap::new();
+        let mut resolved: HashMap<&str, Result<String, &'static str>> = HashMap::default();
         for doc in &inv.documents {
             refs.present_documents.insert(&doc.id);
             if doc.state.is_known() {
@@ -268,19 +274,33 @@ impl ReferenceSet {
                 }),
             }
         }
-        for store in inv.stores() {
-            for t in &store.threads {
-                let session_id = match &t.state {
-                    ThreadState::Current { session_id, .. }
-                    | ThreadState::NewerSchema { session_id, .. }
-                    | ThreadState::Unreadable { session_id, .. } => session_id,
-                };
-                if let Some(sid) = session_id {
-                    name(&mut refs, sid);
-                }
-                name(&mut refs, &t.id);
-                name(&mut refs, &store::ids::thread_session_uuid(&t.id));
-            }
+        // The names a thread gives (its session, its id, its derived UUID: a SHA-256 each)
+        // are computed in parallel; only those that spare a directory are kept.
+        if !spared.0.is_empty() {
+            let threads: Vec<&store::Thread> =
+                inv.stores().flat_map(|s| s.threads.iter()).collect();
+            let named: Vec<IdKey> = threads
+                .par_iter()
+                .flat_map_iter(|t| {
+                    let session_id = match &t.state {
+                        ThreadState::Current { session_id, .. }
+                        | ThreadState::NewerSchema { session_id, .. }
+                        | ThreadState::Unreadable { session_id, .. } => session_id,
+                    };
+                    let derived = store::ids::thread_session_uuid(&t.id);
+                    [
+                        session_id.as_deref(),
+                        Some(t.id.as_str()),
+                        Some(derived.as_str()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .map(IdKey::name)
+                    .filter(|k| spared.0.contains(k))
+                    .collect::<Vec<_>>()
+                })
+                .collect();
+            refs.names.0.extend(named);
         }
         refs
     }

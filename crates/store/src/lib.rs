@@ -2,6 +2,7 @@
 //! parallel scan of S into an [`Inventory`] that keeps ids, bindings and digests, never message
 //! bodies.
 
+mod fastdoc;
 pub mod host;
 pub mod ids;
 pub mod inventory;

@@ -471,6 +471,17 @@ fn cut_reason(reason: String) -> String {
 /// Judges the bytes of document `<id>.json` as the app loads it (store-format.md, Version 2):
 /// readable, unknown content, newer schema, or unreadable with a reason.
 pub fn judge_document(id: &str, bytes: &[u8]) -> DocState {
+    match crate::fastdoc::readable(id, bytes) {
+        Some(data_dir) => DocState::Readable {
+            data_dir: data_dir.map(Into::into),
+        },
+        None => judge_document_exact(id, bytes),
+    }
+}
+
+/// [`judge_document`] by the typed model alone, without the fast check in front: the two give
+/// the same verdict for every input (compared by the tests on mutated documents).
+pub fn judge_document_exact(id: &str, bytes: &[u8]) -> DocState {
     let unreadable = |reason: String| DocState::Unreadable {
         reason: cut_reason(format!("unreadable document: {reason}")),
         digest: digest_of(bytes),
@@ -605,40 +616,53 @@ fn neutralize_unknown(doc: &mut Value) -> Option<String> {
 /// The app's journal checks (codewhale-format.md §1.7 item 6): non-empty unique entry ids,
 /// every parent present, the leaf present, no cycle.
 fn check_journal(j: &crate::model::SessionJournal) -> Result<(), String> {
+    let links: Vec<(&str, Option<&str>)> = j
+        .entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.parent_id.as_deref()))
+        .collect();
+    check_journal_links(&links, j.leaf_id.as_deref())
+}
+
+/// [`check_journal`] over the entries' `(id, parent_id)` links and the journal's leaf.
+pub(crate) fn check_journal_links(
+    links: &[(&str, Option<&str>)],
+    leaf: Option<&str>,
+) -> Result<(), String> {
     use std::collections::HashMap;
-    let mut parent: HashMap<&str, Option<&str>> = HashMap::with_capacity(j.entries.len());
-    for e in &j.entries {
-        if e.id.is_empty() {
+    let mut parent: HashMap<&str, Option<&str>> = HashMap::with_capacity(links.len());
+    for &(id, p) in links {
+        if id.is_empty() {
             return Err("an entry has an empty id".into());
         }
-        if parent.insert(&e.id, e.parent_id.as_deref()).is_some() {
-            return Err(format!("entry id {:?} is duplicated", e.id));
+        if parent.insert(id, p).is_some() {
+            return Err(format!("entry id {id:?} is duplicated"));
         }
     }
-    for e in &j.entries {
-        if let Some(p) = &e.parent_id {
-            if !parent.contains_key(p.as_str()) {
-                return Err(format!("entry {:?} names a missing parent {p:?}", e.id));
+    for &(id, p) in links {
+        if let Some(p) = p {
+            if !parent.contains_key(p) {
+                return Err(format!("entry {id:?} names a missing parent {p:?}"));
             }
         }
     }
-    if let Some(leaf) = &j.leaf_id {
-        if !parent.contains_key(leaf.as_str()) {
+    if let Some(leaf) = leaf {
+        if !parent.contains_key(leaf) {
             return Err(format!("leaf {leaf:?} is not an entry"));
         }
     }
     // A walk from any entry reaches a root within as many steps as there are entries.
     // Each entry is walked once: a walk stops at an entry an earlier walk settled.
     let mut settled: HashSet<&str> = HashSet::new();
-    for e in &j.entries {
+    for &(start, _) in links {
         let mut path: HashSet<&str> = HashSet::new();
-        let mut at = Some(e.id.as_str());
+        let mut at = Some(start);
         while let Some(id) = at {
             if settled.contains(id) {
                 break;
             }
             if !path.insert(id) {
-                return Err(format!("the parent chain of entry {:?} has a cycle", e.id));
+                return Err(format!("the parent chain of entry {start:?} has a cycle"));
             }
             at = parent.get(id).copied().flatten();
         }
@@ -864,8 +888,20 @@ fn newest_mtime(root: &Root, rel: &Path) -> fsroot::Result<i64> {
 fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, Vec<ScanError>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
+    // The store's directory is held once and its entries listed once: the lock, the work
+    // directories and the records below are found through that handle. Where it cannot be
+    // listed, each of them is looked up by its path and its own error recorded.
+    let mut held = root.hold_dir(Path::new(path)).ok();
+    let listing = held.as_mut().and_then(|h| h.list().ok());
+    if listing.is_none() {
+        held = None;
+    }
     let lock = format!("{path}/{}", ids::OWNER_LOCK);
-    let held = match root.probe_lock(Path::new(&lock)) {
+    let probe = match &held {
+        Some(h) => h.probe_lock(ids::OWNER_LOCK.as_ref()),
+        None => root.probe_lock(Path::new(&lock)),
+    };
+    let held_lock = match probe {
         Ok(p) => p == LockProbe::Held,
         Err(e) => {
             // An owner lock we cannot probe is treated as held.
@@ -874,11 +910,21 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
         }
     };
     let mut holds_work = false;
+    let mut threads_dir = false;
     for w in ids::WORK_DIRS {
         let rel = format!("{path}/{w}");
-        match root.stat(Path::new(&rel)) {
+        let kind = match &listing {
+            Some(entries) => Ok(entries
+                .binary_search_by(|e| e.name.as_os_str().cmp(w.as_ref()))
+                .ok()
+                .map(|i| entries[i].kind)),
+            None => root.stat(Path::new(&rel)).map(|s| s.map(|s| s.kind)),
+        };
+        match kind {
             Ok(None) => {}
-            Ok(Some(s)) if s.kind == EntryKind::Dir => match root.list(Path::new(&rel)) {
+            // The threads directory is listed once, by the thread scan below.
+            Ok(Some(EntryKind::Dir)) if *w == "threads" => threads_dir = true,
+            Ok(Some(EntryKind::Dir)) => match root.list(Path::new(&rel)) {
                 Ok(v) => holds_work |= !v.is_empty(),
                 Err(e) => {
                     errs.push(scan_error(&rel, &e));
@@ -898,8 +944,16 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
             }
         }
     }
+    let read = |name: &str| -> Result<Option<Value>, ScanError> {
+        let rel = format!("{path}/{name}");
+        let bytes = match &held {
+            Some(h) => h.read(name.as_ref()),
+            None => root.read(Path::new(&rel)),
+        };
+        parse_if_present(root, &rel, bytes)
+    };
     let state_rel = format!("{path}/state.json");
-    match read_json_if_present(root, &state_rel) {
+    match read("state.json") {
         Ok(None) => {}
         // The app's `RuntimeStoreState`: a state it cannot read keeps the store.
         Ok(Some(v)) => match crate::model::RuntimeStoreState::deserialize(&v) {
@@ -920,7 +974,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
             holds_work = true;
         }
     }
-    let owner_id = match read_json_if_present(root, &format!("{path}/owner.json")) {
+    let owner_id = match read("owner.json") {
         Ok(v) => v.and_then(|v| {
             v.get("owner_id")
                 .and_then(Value::as_str)
@@ -941,13 +995,19 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
                 .any(|a| contains_bytes(a, scope.as_bytes()));
         }
     }
-    let (threads, seeded) = scan_threads(root, path, &mut ign, &mut errs);
+    let (threads, seeded) = if threads_dir {
+        let (threads, seeded, work) = scan_threads(root, path, &mut ign, &mut errs);
+        holds_work |= work;
+        (threads, seeded)
+    } else {
+        (Vec::new(), BTreeSet::new())
+    };
     let newer_thread = threads
         .iter()
         .any(|t| matches!(t.state, ThreadState::NewerSchema { .. }));
     let store = Store {
         path: path.to_owned(),
-        held,
+        held: held_lock,
         holds_work,
         owner_id,
         threads,
@@ -962,8 +1022,13 @@ fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-fn read_json_if_present(root: &Root, rel: &str) -> Result<Option<Value>, ScanError> {
-    match root.read(Path::new(rel)) {
+/// The JSON of a read file at `rel`; `Ok(None)` when no file was there.
+fn parse_if_present(
+    root: &Root,
+    rel: &str,
+    bytes: fsroot::Result<Vec<u8>>,
+) -> Result<Option<Value>, ScanError> {
+    match bytes {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| ScanError {
@@ -983,16 +1048,24 @@ fn scan_threads(
     store: &str,
     ign: &mut Vec<Ignored>,
     errs: &mut Vec<ScanError>,
-) -> (Vec<Thread>, BTreeSet<String>) {
+) -> (Vec<Thread>, BTreeSet<String>, bool) {
     let dir = format!("{store}/threads");
     let mut seeded = BTreeSet::new();
-    match root.stat(Path::new(&dir)) {
-        Ok(Some(s)) if s.kind == EntryKind::Dir => {}
-        _ => return (Vec::new(), seeded),
-    }
-    let Some(entries) = list_or_record(root, &dir, errs) else {
-        return (Vec::new(), seeded);
+    let mut held = match root.hold_dir(Path::new(&dir)) {
+        Ok(h) => h,
+        Err(e) => {
+            errs.push(scan_error(&dir, &e));
+            return (Vec::new(), seeded, true);
+        }
     };
+    let entries = match held.list() {
+        Ok(v) => v,
+        Err(e) => {
+            errs.push(scan_error(&dir, &e));
+            return (Vec::new(), seeded, true);
+        }
+    };
+    let work = !entries.is_empty();
     let mut tids = Vec::new();
     for e in entries {
         let name = e.name.to_string_lossy();
@@ -1015,10 +1088,10 @@ fn scan_threads(
     let results: Vec<Result<Thread, ScanError>> = tids
         .par_iter()
         .map(|tid| {
-            let path = format!("{dir}/{tid}.json");
-            let bytes = root
-                .read(Path::new(&path))
-                .map_err(|e| scan_error(&path, &e))?;
+            let name = format!("{tid}.json");
+            let bytes = held
+                .read(name.as_ref())
+                .map_err(|e| scan_error(&format!("{dir}/{name}"), &e))?;
             Ok(Thread {
                 id: tid.clone(),
                 digest: crate::Digest::of(&bytes),
@@ -1036,7 +1109,7 @@ fn scan_threads(
             Err(e) => errs.push(e),
         }
     }
-    (threads, seeded)
+    (threads, seeded, work)
 }
 
 /// Judges the bytes of thread record `<tid>.json` as the app reads it (codewhale-format.md §5).
