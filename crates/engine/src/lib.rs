@@ -192,7 +192,13 @@ pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroo
     let anchors = [root.anchor(), root.canonical_anchor()];
     let refs = ReferenceSet::build(&inventory, &anchors);
     let recoverable = recoverable_stores(&inventory, &refs);
-    store::recover::prepare(root, &mut inventory, &recoverable, &config.now.to_string());
+    store::recover::prepare(
+        root,
+        &mut inventory,
+        &recoverable,
+        &config.now.to_string(),
+        &|id| refs.known_sessions.contains(id),
+    );
     Ok(plan_inventory(
         root,
         &inventory,

@@ -73,34 +73,50 @@ pub enum IdKey {
 impl IdKey {
     /// The key of `id`, exactly.
     pub fn of(id: &str) -> IdKey {
-        match uuid_bytes(id).filter(|_| !id.bytes().any(|b| b.is_ascii_uppercase())) {
-            Some(b) => IdKey::Uuid(b),
-            None => IdKey::Text(id.into()),
+        match uuid_bytes(id) {
+            Some((b, false)) => IdKey::Uuid(b),
+            _ => IdKey::Text(id.into()),
         }
     }
 
     /// The key of `id` compared as [`store::ids::name_key`] does (a UUID in any case).
     fn name(id: &str) -> IdKey {
         match uuid_bytes(id) {
-            Some(b) => IdKey::Uuid(b),
+            Some((b, _)) => IdKey::Uuid(b),
             None => IdKey::Text(id.into()),
         }
     }
 }
 
-/// The 16 bytes of a UUID-shaped id (`8-4-4-4-12` hex digits, any case).
-fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
-    if !store::ids::is_uuid(id) {
+/// The 16 bytes of a UUID-shaped id (`8-4-4-4-12` hex digits, any case, as
+/// [`store::ids::is_uuid`] has it), and whether any digit is upper case.
+fn uuid_bytes(id: &str) -> Option<([u8; 16], bool)> {
+    let b = id.as_bytes();
+    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
         return None;
     }
+    let mut upper = false;
+    let mut digit = |c: u8| -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => {
+                upper = true;
+                Some(c - b'A' + 10)
+            }
+            _ => None,
+        }
+    };
     let mut out = [0u8; 16];
-    let mut digits = id.bytes().filter(|b| *b != b'-');
+    let mut at = 0;
     for byte in &mut out {
-        let hi = (digits.next()? as char).to_digit(16)?;
-        let lo = (digits.next()? as char).to_digit(16)?;
-        *byte = (hi * 16 + lo) as u8;
+        if matches!(at, 8 | 13 | 18 | 23) {
+            at += 1;
+        }
+        *byte = digit(b[at])? << 4 | digit(b[at + 1])?;
+        at += 2;
     }
-    Some(out)
+    Some((out, upper))
 }
 
 /// A set of ids, compared exactly.
@@ -225,46 +241,68 @@ impl ReferenceSet {
             refs.present_documents.insert(id);
         }
         let stores: BTreeSet<&str> = inv.stores().map(|s| s.path.as_str()).collect();
-        let mut shared: HashMap<&str, Arc<str>> = HashMap::default();
-        // A binding string is resolved once however many documents declare it.
-        let mut resolved: HashMap<&str, Result<String, &'static str>> = HashMap::default();
+        refs.present_documents.0.reserve(inv.documents.len());
+        refs.known_sessions.0.reserve(inv.documents.len());
+        let mut binders: Vec<(Binder, &str, &str)> = Vec::new();
         for doc in &inv.documents {
-            refs.present_documents.insert(&doc.id);
+            let key = IdKey::of(&doc.id);
+            refs.present_documents.0.insert(key.clone());
             if doc.state.is_known() {
-                refs.known_sessions.insert(&doc.id);
+                refs.known_sessions.0.insert(key.clone());
+                if let Some(data_dir) = doc.state.data_dir() {
+                    binders.push((
+                        Binder {
+                            checkpoint: false,
+                            id: key,
+                        },
+                        doc.id.as_str(),
+                        data_dir,
+                    ));
+                }
             }
         }
-        let documents = inv
-            .documents
-            .iter()
-            .filter(|d| d.state.is_known())
-            .filter_map(|d| Some((false, d.id.as_str(), d.state.data_dir()?)));
-        let checkpoints = inv
-            .checkpoint_bindings
-            .iter()
-            .map(|(id, d)| (true, id.as_str(), d.as_str()));
-        for (checkpoint, id, data_dir) in documents.chain(checkpoints) {
-            let result = resolved
-                .entry(data_dir)
-                .or_insert_with(|| bind(data_dir, anchors, &stores));
-            match result {
-                Ok(rel) => {
-                    let store = shared
-                        .entry(stores.get(rel.as_str()).copied().unwrap_or_default())
-                        .or_insert_with(|| Arc::from(rel.as_str()))
-                        .clone();
-                    let binder = Binder {
-                        checkpoint,
-                        id: IdKey::of(id),
-                    };
-                    refs.bound_stores
-                        .entry(store.clone())
-                        .or_default()
-                        .push(binder.clone());
-                    refs.binder_stores.insert(binder, store);
+        binders.extend(inv.checkpoint_bindings.iter().map(|(id, d)| {
+            (
+                Binder {
+                    checkpoint: true,
+                    id: IdKey::of(id),
+                },
+                id.as_str(),
+                d.as_str(),
+            )
+        }));
+        // A binding string is resolved once however many documents declare it: the scan
+        // shares one allocation per distinct string, so it is looked up by address and length
+        // (equal strings at two addresses are resolved twice, to the same store).
+        let mut resolved: HashMap<(usize, usize), Result<usize, &'static str>> = HashMap::default();
+        // The bound stores, each once, with their binders.
+        let mut table: Vec<(Arc<str>, Vec<Binder>)> = Vec::new();
+        let mut index_of: HashMap<&str, usize> = HashMap::default();
+        refs.binder_stores.reserve(binders.len());
+        for (binder, id, data_dir) in binders {
+            let key = (data_dir.as_ptr() as usize, data_dir.len());
+            let found = match resolved.get(&key) {
+                Some(found) => *found,
+                None => {
+                    let found = bind(data_dir, anchors, &stores).map(|rel| {
+                        let store = stores.get(rel.as_str()).copied().unwrap_or_default();
+                        *index_of.entry(store).or_insert_with(|| {
+                            table.push((Arc::from(rel.as_str()), Vec::new()));
+                            table.len() - 1
+                        })
+                    });
+                    resolved.insert(key, found);
+                    found
+                }
+            };
+            match found {
+                Ok(i) => {
+                    let (store, binders) = &mut table[i];
+                    binders.push(binder.clone());
+                    refs.binder_stores.insert(binder, store.clone());
                 }
                 Err(why) => refs.unusable_bindings.push(UnusableBinding {
-                    document: if checkpoint {
+                    document: if binder.checkpoint {
                         format!("checkpoints/{id}.json")
                     } else {
                         format!("{id}.json")
@@ -274,6 +312,8 @@ impl ReferenceSet {
                 }),
             }
         }
+        refs.bound_stores.reserve(table.len());
+        refs.bound_stores.extend(table);
         // The names a thread gives (its session, its id, its derived UUID: a SHA-256 each)
         // are computed in parallel; only those that spare a directory are kept.
         if !spared.0.is_empty() {
@@ -427,6 +467,51 @@ fn bind(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuid_keys_are_exactly_the_uuid_shaped_ids() {
+        let u = "0173d926-7de5-4fc7-a6be-2d40453ae678";
+        let mut cases = vec![
+            u.to_owned(),
+            u.to_ascii_uppercase(),
+            u.replacen('d', "D", 1),
+            u.replacen('-', "x", 1),
+            u.replacen('7', "g", 1),
+            u[1..].to_owned(),
+            format!("{u}0"),
+            format!("0{}", &u[1..]).replacen('-', "0", 1),
+            "thr_0123".to_owned(),
+            String::new(),
+            "é".repeat(18),
+        ];
+        // Every position swapped for each character class.
+        for at in 0..36 {
+            for c in ['-', 'a', 'F', 'z', '0'] {
+                let mut b = u.as_bytes().to_vec();
+                b[at] = c as u8;
+                cases.push(String::from_utf8(b).unwrap());
+            }
+        }
+        for id in &cases {
+            let shaped = store::ids::is_uuid(id);
+            assert_eq!(uuid_bytes(id).is_some(), shaped, "{id}");
+            let exact = matches!(IdKey::of(id), IdKey::Uuid(_));
+            assert_eq!(exact, shaped && *id == id.to_ascii_lowercase(), "{id}");
+            assert_eq!(IdKey::of(id), IdKey::of(id));
+            assert_eq!(
+                IdKey::name(id) == IdKey::name(&id.to_ascii_lowercase()),
+                shaped || *id == id.to_ascii_lowercase(),
+                "{id}"
+            );
+        }
+        assert_eq!(
+            uuid_bytes(u).unwrap().0,
+            [
+                0x01, 0x73, 0xd9, 0x26, 0x7d, 0xe5, 0x4f, 0xc7, 0xa6, 0xbe, 0x2d, 0x40, 0x45, 0x3a,
+                0xe6, 0x78
+            ]
+        );
+    }
 
     #[test]
     fn a_binding_spelled_through_a_symlink_binds_its_store() {

@@ -19,8 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::model::{
-    ContextReference, SessionMetadata, KNOWN_BLOCK_TYPES, KNOWN_JOURNAL_KINDS, KNOWN_ROLES,
-    SESSION_SCHEMA_VERSION,
+    ContextReference, KNOWN_BLOCK_TYPES, KNOWN_JOURNAL_KINDS, KNOWN_ROLES, SESSION_SCHEMA_VERSION,
 };
 use crate::time::Timestamp;
 
@@ -28,12 +27,16 @@ use crate::time::Timestamp;
 /// its `metadata.id` is `id`, its journal is valid and every role, block type and entry kind is
 /// known. `None` means "not decided here": the exact parse judges it.
 pub(crate) fn readable(id: &str, bytes: &[u8]) -> Option<Option<String>> {
-    let doc: Doc<'_> = serde_json::from_slice(bytes).ok()?;
+    // The whole text is checked as UTF-8 once, so the parse need not check each string again
+    // (`from_str` and `from_slice` accept the same valid UTF-8 text; invalid text is left to
+    // the exact parse, which names the error).
+    let text = std::str::from_utf8(bytes).ok()?;
+    let doc: Doc<'_> = serde_json::from_str(text).ok()?;
     let journal_version = doc.journal.as_ref().map_or(0, |j| j.schema_version);
     if doc.schema_version.max(journal_version) > SESSION_SCHEMA_VERSION {
         return None;
     }
-    if doc.metadata.id != id || !doc.messages.0 {
+    if doc.metadata.id.0 != id || !doc.messages.0 {
         return None;
     }
     if let Some(j) = &doc.journal {
@@ -44,7 +47,11 @@ pub(crate) fn readable(id: &str, bytes: &[u8]) -> Option<Option<String>> {
             .collect();
         crate::scan::check_journal_links(&links, j.leaf_id.as_deref()).ok()?;
     }
-    Some(doc.metadata.runtime_store.map(|r| r.data_dir))
+    Some(
+        doc.metadata
+            .runtime_store
+            .map(|r| r.data_dir.0.into_owned()),
+    )
 }
 
 fn one() -> u64 {
@@ -56,7 +63,8 @@ fn one() -> u64 {
 struct Doc<'a> {
     #[serde(default = "one")]
     schema_version: u64,
-    metadata: SessionMetadata,
+    #[serde(borrow)]
+    metadata: Metadata<'a>,
     messages: Messages,
     #[serde(default, borrow)]
     journal: Option<Journal<'a>>,
@@ -87,6 +95,72 @@ struct Doc<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     turn_outcomes: Option<Vec<Map<String, Value>>>,
+}
+
+/// `SessionMetadata` with the same fields; only the id and the binding are kept.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Metadata<'a> {
+    #[serde(borrow)]
+    id: CowStr<'a>,
+    #[serde(default, borrow)]
+    runtime_store: Option<Binding<'a>>,
+    title: Str,
+    created_at: Instant,
+    updated_at: Instant,
+    message_count: u64,
+    total_tokens: u64,
+    model: Str,
+    #[serde(default)]
+    model_provider: Option<Str>,
+    #[serde(default)]
+    model_provider_id: Option<Str>,
+    workspace: Str,
+    #[serde(default)]
+    mode: Option<Str>,
+    #[serde(default)]
+    cost: Option<AnyObject>,
+    #[serde(default)]
+    parent_session_id: Option<Str>,
+    #[serde(default)]
+    forked_from_message_count: Option<u64>,
+    #[serde(default)]
+    cumulative_turn_secs: Option<u64>,
+    #[serde(default)]
+    archived: Option<bool>,
+    #[serde(default)]
+    spawn_depth: Option<u32>,
+}
+
+/// `RuntimeStoreBinding`: both fields required.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Binding<'a> {
+    #[serde(borrow)]
+    data_dir: CowStr<'a>,
+    execution_scope: Str,
+}
+
+/// A JSON object of any values (`Map<String, Value>`).
+struct AnyObject;
+
+impl<'de> Deserialize<'de> for AnyObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AnyObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
+                while map.next_key::<Str>()?.is_some() {
+                    map.next_value::<Any>()?;
+                }
+                Ok(AnyObject)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// A JSON string, checked (UTF-8, escapes) and not kept.

@@ -176,16 +176,17 @@ fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuil
 /// (bound to no known session) in a store nobody holds, the digest of its record once unbound
 /// at `planned_at`; and for every store in `recoverable` (those the R3 gate admits), what a
 /// recovery of each unbound or dangling thread would hold, or the error that keeps the store.
-pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>, planned_at: &str) {
+///
+/// `known` tells whether a session id is known (a known document or a checkpoint): the
+/// reference set answers it, so no second set of every id is built here.
+pub fn prepare(
+    root: &Root,
+    inv: &mut Inventory,
+    recoverable: &BTreeSet<String>,
+    planned_at: &str,
+    known: &(dyn Fn(&str) -> bool + Sync),
+) {
     use rayon::prelude::*;
-    // Borrowed, not copied: the known ids of a large store are many.
-    let known: std::collections::HashSet<&str> = inv
-        .documents
-        .iter()
-        .filter(|d| d.state.is_known())
-        .map(|d| d.id.as_str())
-        .chain(inv.checkpoints.iter().map(String::as_str))
-        .collect();
     inv.session_dirs
         .par_iter_mut()
         .flat_map_iter(|d| d.stores.iter_mut())
@@ -196,9 +197,7 @@ pub fn prepare(root: &Root, inv: &mut Inventory, recoverable: &BTreeSet<String>,
                 let ThreadState::Current { session_id, .. } = &t.state else {
                     continue;
                 };
-                let dangling = session_id
-                    .as_ref()
-                    .is_some_and(|s| !known.contains(s.as_str()));
+                let dangling = session_id.as_ref().is_some_and(|s| !known(s.as_str()));
                 if session_id.is_some() && !dangling {
                     continue;
                 }
