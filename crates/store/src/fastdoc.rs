@@ -252,6 +252,9 @@ impl<'de> Deserialize<'de> for Instant {
     }
 }
 
+/// The key by which serde_json (feature `raw_value`) recognizes a raw value.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 /// Any JSON value, parsed as `serde_json::Value` and serde's buffer parse it (through
 /// `deserialize_any`); only whether it was a string is kept.
 struct Any {
@@ -294,7 +297,12 @@ impl<'de> Visitor<'de> for AnyVisitor {
         Ok(Any { string: false })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-        while map.next_key::<Str>()?.is_some() {
+        // With serde_json's `raw_value` feature, a `Value` whose first key is this token is
+        // parsed as a raw value (its value must be a string of JSON): left to the exact parse.
+        while let Some(k) = map.next_key_seed(Field(&[RAW_VALUE_TOKEN]))? {
+            if k.is_some() {
+                return Err(de::Error::custom("raw value token"));
+            }
             map.next_value::<Any>()?;
         }
         Ok(Any { string: false })
@@ -923,6 +931,116 @@ mod tests {
             let doc = base.replace("BLOCK", block).replace("TOP", top);
             let fast = same_verdict("a", doc.as_bytes());
             assert_eq!(fast, block.is_empty(), "{block:?} {top:?}");
+        }
+    }
+
+    /// A minimal readable document of id `a`: `META` ends `metadata`, `BLOCK` is the one content
+    /// block, `TOP` ends the document.
+    fn doc(meta: &str, block: &str, top: &str) -> String {
+        r#"{"metadata":{"id":"a","title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","message_count":1,"total_tokens":0,"model":"m","workspace":"/w"META},"messages":[{"role":"user","content":[BLOCK]}]TOP}"#
+            .replace("META", meta)
+            .replace("BLOCK", block)
+            .replace("TOP", top)
+    }
+
+    #[test]
+    fn raw_value_token_in_free_form_values_gets_the_exact_verdict() {
+        // With serde_json's `raw_value` feature, a `Value` whose first key is the raw-value
+        // token parses its (string) value as JSON text; `Any` takes it as a plain object.
+        let raw = r#"{"$serde_json::private::RawValue":0}"#;
+        let tool_use =
+            |input: &str| format!(r#"{{"type":"tool_use","id":"c","name":"n","input":{input}}}"#);
+        for d in [
+            doc("", &tool_use(raw), ""), // ToolUse.input: Value
+            doc(
+                "",
+                &tool_use(r#"{"$serde_json::private::RawValue":"[1"}"#),
+                "",
+            ), // not JSON text
+            doc(
+                "",
+                &tool_use(r#"{"\u0024serde_json::private::RawValue":0}"#),
+                "",
+            ), // escaped key
+            doc(
+                "",
+                &format!(r#"{{"type":"thinking","thinking":"t","state":{raw}}}"#),
+                "",
+            ), // Thinking.state
+            doc(
+                "",
+                &format!(
+                    r#"{{"type":"tool_result","tool_use_id":"c","content":"x","content_blocks":[{raw}]}}"#
+                ),
+                "",
+            ),
+            doc(
+                &format!(r#","cost":{{"x":{raw}}}"#),
+                r#"{"type":"text","text":"t"}"#,
+                "",
+            ), // cost values: Value
+        ] {
+            same_verdict("a", d.as_bytes());
+        }
+    }
+
+    #[test]
+    fn adversarial_inputs_get_the_exact_verdict() {
+        let text = r#"{"type":"text","text":"t"}"#;
+        let entry = |extra: &str| {
+            format!(
+                r#","journal":{{"entries":[{{"id":"e","kind":"user","text":"x","created_at":"2026-09-01T10:00:00Z"{extra}}}]}}"#
+            )
+        };
+        for (d, decided) in [
+            (doc("", r#"{"\u0074ype":"text","text":"t"}"#, ""), true), // escaped tag key
+            (
+                doc("", r#"{"type":"text","\u0074ype":"text","text":"t"}"#, ""),
+                false,
+            ), // tag twice, once escaped
+            (
+                doc(r#","cost":{"$serde_json::private::RawValue":0}"#, text, ""),
+                true,
+            ), // token as a Map key (not a Value): no effect
+            (doc(r#","runtime_store":["/d","s"]"#, text, ""), true), // binding as a sequence (derive accepts)
+            (doc(r#","spawn_depth":-0"#, text, ""), false),          // -0 is the float -0.0 for u32
+            (doc("", text, &entry(r#","kind":"user""#)), false), // duplicate tag through flatten
+            (doc("", text, &entry(r#","tokens_before":-0"#)), false), // other variant's field: stricter here
+            (doc("", text, r#","journal":{"schema_version":1.0}"#), false), // float schema version
+            (
+                doc(
+                    "",
+                    text,
+                    &format!(r#","j":{}1{}"#, "[".repeat(200), "]".repeat(200)),
+                ),
+                true,
+            ), // deep top-level junk is skipped
+            (
+                doc(
+                    "",
+                    &format!(
+                        r#"{{"type":"tool_use","id":"c","name":"n","input":{}1{}}}"#,
+                        "[".repeat(122),
+                        "]".repeat(122)
+                    ),
+                    "",
+                ),
+                true,
+            ), // input just within the recursion limit
+            (
+                doc(
+                    "",
+                    &format!(
+                        r#"{{"type":"tool_use","id":"c","name":"n","input":{}1{}}}"#,
+                        "[".repeat(123),
+                        "]".repeat(123)
+                    ),
+                    "",
+                ),
+                false,
+            ), // one level deeper: both fail
+        ] {
+            assert_eq!(same_verdict("a", d.as_bytes()), decided, "{d}");
         }
     }
 }
