@@ -13,6 +13,7 @@
 
 mod bench;
 mod docs;
+mod layers;
 mod snapshots;
 mod tidy;
 
@@ -34,7 +35,7 @@ tasks:
       (default 5), medians; peak RSS; linearity; and a real run setting aside K
       documents (default 10000) against a raw rename-and-fsync loop.
   docs [--check]
-      Generate docs/rules/<code>.md from each rule's doc comment; --check fails when a
+      Generate docs/rules/<code>.md from each rule's doc() in the registries; --check fails when a
       page is stale. The check also runs in `cargo test`.
   tidy
       Check that `std::fs` is used only in crates/fsroot and that every .rs file starts

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use engine::Config;
 use exec::{LastRun, RunId};
 use fsroot::{Root, WritableRoot};
-use plan::{PlanFile, Summary};
-use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
+use plan::PlanFile;
+use store::ids::SET_ASIDE_DIR;
 use store::Clock;
 
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
@@ -28,6 +28,10 @@ pub enum RunError {
     /// A plan file that cannot be used (exit 2).
     #[error("{0}")]
     BadPlan(String),
+    /// The environment gives no usable setting: a `DOCTOR_NOW` that is not a timestamp, no
+    /// `HOME` to find the default directory (exit 2).
+    #[error("{0}")]
+    BadEnvironment(String),
     /// Any other failure (exit 1).
     #[error(transparent)]
     Fs(#[from] fsroot::Error),
@@ -40,7 +44,7 @@ impl RunError {
     /// The exit code of cli.md.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::MissingDir(_) | RunError::BadPlan(_) => 2,
+            RunError::MissingDir(_) | RunError::BadPlan(_) | RunError::BadEnvironment(_) => 2,
             RunError::Busy(_) => 75,
             RunError::Fs(_) => 1,
             RunError::Admin(exec::admin::AdminError::Fs(_)) => 1,
@@ -112,8 +116,10 @@ pub fn default_sessions_dir() -> Option<PathBuf> {
 }
 
 fn open_error(dir: &Path, e: fsroot::Error) -> RunError {
-    match e.io_error().and_then(|io| io.raw_os_error()) {
-        Some(2) | Some(20) => RunError::MissingDir(dir.to_path_buf()),
+    match e.io_error().map(std::io::Error::kind) {
+        Some(std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            RunError::MissingDir(dir.to_path_buf())
+        }
         _ => RunError::Fs(e),
     }
 }
@@ -205,7 +211,7 @@ pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunErr
             file.schema_version
         )));
     }
-    exec::check_sessions_plan(&file.plan)
+    engine::check_plan(sessions::RULES, &file.plan)
         .map_err(|e| RunError::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
     let dir = PathBuf::from(&file.sessions_dir);
     let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
@@ -229,22 +235,46 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
         RunId::new(config.now),
         planned,
     );
-    let last = match root.read_record(Path::new(&format!("{RECONCILE_DIR}/last.json"))) {
-        // The doctor's or the app's last.json; anything else reports no last run.
-        Ok(b) => LastRun::parse(&b),
-        Err(_) => None,
+    let mut errors = Vec::new();
+    let last_path = Path::new(store::ids::LAST_RUN_PATH);
+    let last = match root.read_record(last_path) {
+        // The doctor's or the app's last.json.
+        Ok(b) => {
+            let last = LastRun::parse(&b);
+            if last.is_none() {
+                errors.push(format!(
+                    "{} is neither the doctor's nor the app's summary of a run: ignored",
+                    root.display_path(last_path).display()
+                ));
+            }
+            last
+        }
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            errors.push(e.to_string());
+            None
+        }
     };
     let mut runs = Vec::new();
-    if let Ok(entries) = root.list(Path::new(SET_ASIDE_DIR)) {
-        for e in entries {
-            let name = e.name.to_string_lossy().into_owned();
-            let manifest = format!("{SET_ASIDE_DIR}/{name}/MANIFEST.jsonl");
-            let items = root
-                .read_record(Path::new(&manifest))
-                .map(|b| b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64)
-                .unwrap_or(0);
-            runs.push(SetAsideRun { run: name, items });
+    match root.list(Path::new(SET_ASIDE_DIR)) {
+        Ok(entries) => {
+            for e in entries {
+                let name = e.name.to_string_lossy().into_owned();
+                let manifest = store::ids::manifest_path(&name);
+                let items = match root.read_record(Path::new(&manifest)) {
+                    Ok(b) => b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64,
+                    // A run directory without a manifest holds no recorded item.
+                    Err(e) if e.is_not_found() => 0,
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        0
+                    }
+                };
+                runs.push(SetAsideRun { run: name, items });
+            }
         }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => errors.push(e.to_string()),
     }
     Ok(StatusReport {
         schema_version: 1,
@@ -253,22 +283,8 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
         pending: pending.summary,
         last,
         set_aside_runs: runs,
+        errors,
     })
-}
-
-/// Sums the counts of a summary made of rule counts and action counts.
-pub(crate) fn merge_counts(mut base: Summary, actions: &Summary) -> Summary {
-    base.documents_set_aside += actions.documents_set_aside;
-    base.stores_set_aside += actions.stores_set_aside;
-    base.sessions_recovered += actions.sessions_recovered;
-    base.threads_bound += actions.threads_bound;
-    base.threads_unbound += actions.threads_unbound;
-    base.artifact_dirs_set_aside += actions.artifact_dirs_set_aside;
-    base.errors.extend(actions.errors.iter().cloned());
-    if actions.set_aside_path.is_some() {
-        base.set_aside_path = actions.set_aside_path.clone();
-    }
-    base
 }
 
 /// Which set-aside command an [`AdminReport`] is about.
@@ -332,4 +348,49 @@ pub fn purge(
     run_admin(opts, AdminCommand::Purge, |root| {
         exec::admin::plan_purge(root, older_than_secs, now, force)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_reports_what_it_cannot_read_instead_of_hiding_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = WritableRoot::open(tmp.path()).unwrap();
+        let mut opts = RepairOptions::new(tmp.path());
+        opts.codewhale_home = None;
+
+        // Nothing there yet: no last run, no runs, nothing to report.
+        let clean = status(&opts).unwrap();
+        assert!(clean.last.is_none() && clean.set_aside_runs.is_empty());
+        assert_eq!(clean.errors, Vec::<String>::new());
+
+        // A last.json that is neither summary, and a run whose manifest cannot be read.
+        root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), b"[1, 2]")
+            .unwrap();
+        root.create_dir_all(Path::new(&store::ids::manifest_path(
+            "20261129T120000Z-a1b2c3",
+        )))
+        .unwrap();
+        root.create_dir_all(Path::new(".set-aside/20261129T130000Z-d4e5f6"))
+            .unwrap();
+        let report = status(&opts).unwrap();
+        assert!(report.last.is_none());
+        assert_eq!(report.set_aside_runs.len(), 2, "every run is listed");
+        assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+        assert!(
+            report.errors[0].contains(".reconcile/last.json")
+                && report.errors[0].contains("neither"),
+            "{}",
+            report.errors[0]
+        );
+        assert!(
+            report.errors[1].contains("20261129T120000Z-a1b2c3/MANIFEST.jsonl"),
+            "{}",
+            report.errors[1]
+        );
+        let human = report.render_human();
+        assert!(human.contains("error: "), "{human}");
+    }
 }

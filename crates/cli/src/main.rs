@@ -132,7 +132,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<u8, RunError> {
-    let clock = clock().map_err(RunError::BadPlan)?;
+    let clock = clock().map_err(RunError::BadEnvironment)?;
     if let Some(plan) = &args.apply_plan {
         let report = with_progress("applying the plan", || doctor::apply_plan_file(plan, clock))?;
         if args.json {
@@ -145,7 +145,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
     let dir = match &args.sessions_dir {
         Some(d) => d.clone(),
         None => doctor::default_sessions_dir().ok_or_else(|| {
-            RunError::BadPlan("no --sessions-dir and no HOME to find the default".into())
+            RunError::BadEnvironment("no --sessions-dir and no HOME to find the default".into())
         })?,
     };
     let mut opts = RepairOptions::new(dir);

@@ -5,12 +5,10 @@ use std::fmt::Write as _;
 use engine::Planned;
 use exec::{Applied, LastRun, RunId};
 use plan::{
-    notice_line, render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile, Skipped,
-    Summary,
+    notice_line, render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile,
+    PlannedAction, Skipped, Summary,
 };
 use serde::Serialize;
-
-use crate::merge_counts;
 
 /// The JSON document of `--repair-sessions` and `--apply-plan`.
 #[derive(Debug, Clone, Serialize)]
@@ -48,10 +46,7 @@ pub struct RepairReport {
 
 impl RepairReport {
     pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned) -> RepairReport {
-        let mut actions = Summary::default();
-        for a in &planned.plan.actions {
-            actions.count_action(a);
-        }
+        let mut actions = engine::count_actions(sessions::RULES, &planned.plan.actions);
         if actions.items_set_aside() > 0 {
             actions.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
         }
@@ -61,7 +56,7 @@ impl RepairReport {
             sessions_dir,
             run: run.0,
             outcomes: Vec::new(),
-            summary: merge_counts(planned.counts, &actions),
+            summary: merged(planned.counts, &actions),
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
@@ -78,13 +73,14 @@ impl RepairReport {
         planned: Planned,
         applied: Applied,
     ) -> RepairReport {
+        let actions = counted(&planned.plan.actions, &applied.outcomes);
         RepairReport {
             schema_version: 1,
             dry_run: false,
             sessions_dir,
             run: run.0,
             outcomes: applied.outcomes,
-            summary: merge_counts(planned.counts, &applied.summary),
+            summary: merged(merged(planned.counts, &actions), &applied.summary),
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
@@ -119,7 +115,10 @@ impl RepairReport {
     }
 
     pub(crate) fn from_plan_file(file: PlanFile, run: RunId, applied: Applied) -> RepairReport {
-        let mut summary = merge_counts(Summary::default(), &applied.summary);
+        let mut summary = merged(
+            counted(&file.plan.actions, &applied.outcomes),
+            &applied.summary,
+        );
         summary.actions_deferred = file.plan.deferred;
         summary.limit_reached = file.plan.deferred > 0;
         RepairReport {
@@ -239,6 +238,9 @@ pub struct StatusReport {
     pub last: Option<LastRun>,
     /// Set-aside runs on disk.
     pub set_aside_runs: Vec<SetAsideRun>,
+    /// What could not be read of the last summary or the set-aside runs, each naming its path:
+    /// such a problem is reported, never shown as "no last run" or as fewer runs or items.
+    pub errors: Vec<String>,
 }
 
 impl StatusReport {
@@ -275,6 +277,9 @@ impl StatusReport {
         }
         for r in &self.set_aside_runs {
             let _ = writeln!(s, "set-aside run {}: items: {}", r.run, r.items);
+        }
+        for e in &self.errors {
+            let _ = writeln!(s, "error: {e}");
         }
         s
     }
@@ -424,4 +429,23 @@ fn render_interrupted(s: &mut String, temps: &[String], dry_run: bool) {
             "{verb} {t}  (temporary file of an interrupted doctor write)"
         );
     }
+}
+
+/// `base` with `more` added ([`Summary`]'s `+=`).
+fn merged(mut base: Summary, more: &Summary) -> Summary {
+    base += more;
+    base
+}
+
+/// The counts of the actions whose outcome is `applied`, each counted by its rule.
+fn counted(actions: &[PlannedAction], outcomes: &[Outcome]) -> Summary {
+    let done: std::collections::BTreeSet<u64> = outcomes
+        .iter()
+        .filter(|o| o.outcome == OutcomeKind::Applied)
+        .map(|o| o.seq)
+        .collect();
+    engine::count_actions(
+        sessions::RULES,
+        actions.iter().filter(|a| done.contains(&a.seq)),
+    )
 }

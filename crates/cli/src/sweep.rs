@@ -6,9 +6,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use engine::liveness::ProcessRefs;
 use engine::{BuildConfig, BuildPlanned, Interrupted};
 use exec::{PendingDeletion, ReclaimTargets, Reclaimed, RunId};
-use fsroot::procfs::{ProcessRefs, Procfs};
+use fsroot::procfs::Procfs;
 use fsroot::{Root, WritableRoot};
 use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
@@ -181,8 +182,8 @@ fn absolute(p: &Path) -> PathBuf {
 
 fn is_missing(e: &fsroot::Error) -> bool {
     matches!(
-        e.io_error().and_then(|io| io.raw_os_error()),
-        Some(2) | Some(20)
+        e.io_error().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
     )
 }
 
@@ -293,7 +294,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
             &mut notes,
         )?;
         let (procfs, uid) = open_procfs(opts)?;
-        let processes = procfs.scan().map_err(SweepError::NoProc)?;
+        let processes = ProcessRefs::from_scan(procfs.scan().map_err(SweepError::NoProc)?);
         // A dry run reads the state directory when there is one, and creates nothing.
         let (pending, pending_errors) = match state_dir.as_deref().map(Root::open) {
             Some(Ok(state)) => exec::read_pending(&state),
@@ -336,7 +337,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
     // planning.
     let (pending, pending_errors) = exec::read_pending(&state);
     notes.extend(pending_errors);
-    let processes = procfs.scan().map_err(SweepError::NoProc)?;
+    let processes = ProcessRefs::from_scan(procfs.scan().map_err(SweepError::NoProc)?);
     let refs: Vec<(&str, &Root)> = roots.iter().map(|(l, r)| (l.as_str(), &**r)).collect();
     let planned = engine::plan_build_dirs(
         &refs,

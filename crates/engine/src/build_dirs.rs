@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fsroot::procfs::{ProcessRefs, Reference};
+use crate::liveness::{ProcessRefs, Reference};
 use fsroot::{EntryKind, Root};
 use plan::{Plan, Skipped};
 use store::Timestamp;
@@ -18,6 +18,7 @@ use crate::{Pack, Rule};
 pub struct BuildDirs;
 
 impl Pack for BuildDirs {
+    const NAME: &'static str = "build-dirs";
     type Context<'a> = BuildContext<'a>;
 }
 

@@ -7,6 +7,7 @@
 //! write.
 
 mod build_dirs;
+pub mod liveness;
 mod seal;
 
 pub use build_dirs::{
@@ -16,8 +17,9 @@ pub use build_dirs::{
 
 use std::collections::BTreeSet;
 
+pub use fsroot::EntryKind;
 use fsroot::Root;
-use plan::{ActionKind, ItemKind, Plan, Precondition, Skipped, Summary};
+use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
 use refset::ReferenceSet;
 use store::{Inventory, Timestamp};
 
@@ -141,6 +143,9 @@ pub struct RuleOutput {
 
 /// A rule pack, as the engine sees it: what its rules are given to read.
 pub trait Pack {
+    /// The pack's name (`sessions`, `build-dirs`): its directory under `rules/` and
+    /// `fixtures/`.
+    const NAME: &'static str;
     /// What a rule of the pack sees.
     type Context<'a>;
 }
@@ -151,18 +156,98 @@ pub trait Pack {
 pub struct Sessions;
 
 impl Pack for Sessions {
+    const NAME: &'static str = "sessions";
     type Context<'a> = Context<'a>;
 }
 
 /// A rule of pack `P` (the sessions pack unless named): what the pack gives it in, proposals
 /// out. No I/O.
+///
+/// A rule declares everything about itself: its code and name, its page, the kinds of action it
+/// plans, the check that an action of a saved plan is one it could have planned, and the
+/// summary counter its actions move. A pack's registry (`RULES`) lists its rules; the
+/// `--apply-plan` check ([`check_plan`]), the counts ([`count_actions`]) and the rule pages
+/// (`cargo xtask docs`) all go through it.
 pub trait Rule<P: Pack = Sessions>: Send + Sync {
     /// `R1`.
     fn code(&self) -> &'static str;
     /// `unreadable-document`.
     fn name(&self) -> &'static str;
+    /// The rule's page in Markdown (what it finds, what it does, what it never touches):
+    /// `docs/rules/<code>.md` is generated from it.
+    fn doc(&self) -> &'static str;
+    /// The `(action, item kind)` pairs the rule plans.
+    fn plans(&self) -> &'static [(ActionKind, Option<ItemKind>)];
+    /// Whether `a`, an action of one of the kinds in [`Rule::plans`], is on a path (and with a
+    /// document) of the shape this rule acts on. A saved plan's actions are checked with it
+    /// before anything is applied.
+    fn accepts(&self, a: &PlannedAction) -> bool;
+    /// Counts an applied action of this rule (or, in a dry run, a planned one) in the summary
+    /// field it moves, if any.
+    fn count(&self, _a: &PlannedAction, _summary: &mut Summary) {}
     /// Proposes actions.
     fn plan(&self, cx: &P::Context<'_>) -> RuleOutput;
+}
+
+/// The rule of `rules` whose code is `code`.
+pub fn rule_for<'r, P: Pack>(rules: &[&'r dyn Rule<P>], code: &str) -> Option<&'r dyn Rule<P>> {
+    rules.iter().copied().find(|r| r.code() == code)
+}
+
+/// Whether an action carries exactly the fields its kind has: a `from` on a set-aside, say,
+/// would make the precondition be checked against another file.
+fn fields_fit(a: &PlannedAction) -> bool {
+    a.from.is_none()
+        && match a.action {
+            ActionKind::ReclaimDir => a.root.is_some() && a.kind.is_none() && a.document.is_none(),
+            ActionKind::SetAside => a.root.is_none() && a.kind.is_some() && a.document.is_none(),
+            ActionKind::RecoverThread | ActionKind::BindThread => {
+                a.root.is_none() && a.kind.is_none() && a.document.is_some()
+            }
+            _ => a.root.is_none() && a.kind.is_none() && a.document.is_none(),
+        }
+}
+
+/// Checks every action of a saved plan against the pack's registry: its rule is in the pack,
+/// plans that kind of action, and accepts its path. The error names the first offending
+/// action.
+pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), String> {
+    for a in &plan.actions {
+        let why = if !fields_fit(a) {
+            Some("carries fields its kind of action never has".to_owned())
+        } else {
+            let fits = rule_for(rules, &a.rule)
+                .is_some_and(|r| r.plans().contains(&(a.action, a.kind)) && r.accepts(a));
+            (!fits).then(|| {
+                format!(
+                    "not an action the {} pack plans on a path of that shape",
+                    P::NAME
+                )
+            })
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "action {} ({} {:?} {}): {why}",
+                a.seq, a.rule, a.action, a.path
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The summary counts of `actions` (applied, or planned in a dry run), each counted by its
+/// rule.
+pub fn count_actions<'a, P: Pack>(
+    rules: &[&dyn Rule<P>],
+    actions: impl IntoIterator<Item = &'a PlannedAction>,
+) -> Summary {
+    let mut summary = Summary::default();
+    for a in actions {
+        if let Some(rule) = rule_for(rules, &a.rule) {
+            rule.count(a, &mut summary);
+        }
+    }
+    summary
 }
 
 /// The result of planning.
@@ -246,7 +331,7 @@ pub fn plan_inventory(
         for p in &result.proposals {
             project(&mut refs, inventory, &p.effect);
         }
-        add_counts(&mut out.counts, &result.counts);
+        out.counts += &result.counts;
         out.skipped.extend(result.skipped);
         ordered.extend(result.proposals.into_iter().map(|p| seal::Ordered {
             root,
@@ -283,14 +368,4 @@ fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
         Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
     }
-}
-
-fn add_counts(into: &mut Summary, from: &Summary) {
-    into.documents_newer_schema += from.documents_newer_schema;
-    into.documents_unknown_content += from.documents_unknown_content;
-    into.threads_unreadable += from.threads_unreadable;
-    into.stores_kept_with_work += from.stores_kept_with_work;
-    into.stores_in_use += from.stores_in_use;
-    into.artifact_dirs_kept += from.artifact_dirs_kept;
-    into.errors.extend(from.errors.iter().cloned());
 }

@@ -42,7 +42,7 @@ impl Act<'_> {
     fn write_manifest(&self, line: &ManifestLine) -> Result<(), Refusal> {
         append_json_line(
             self.root,
-            &format!("{}/MANIFEST.jsonl", self.run_dir()),
+            &format!("{}/{}", self.run_dir(), store::ids::MANIFEST_FILE),
             line,
         )
         .map_err(fail)

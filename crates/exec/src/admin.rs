@@ -74,7 +74,7 @@ impl AdminPlan {
                 let Some(name) = e.name.to_str() else {
                     continue;
                 };
-                let ours = store::ids::doctor_temp_target(name).is_some_and(|t| names.contains(t));
+                let ours = fsroot::temp::target(name).is_some_and(|t| names.contains(t));
                 if e.kind == EntryKind::File && ours {
                     out.push(if dir.is_empty() {
                         name.to_owned()
@@ -331,7 +331,7 @@ pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
             why: "not a run id (YYYYMMDDTHHMMSSZ-xxxxxx)".into(),
         });
     }
-    let rel = format!("{SET_ASIDE_DIR}/{run}/MANIFEST.jsonl");
+    let rel = store::ids::manifest_path(run);
     let lines: Vec<AnyManifestLine> =
         read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
             run: run.to_owned(),
@@ -360,7 +360,7 @@ pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
 }
 
 fn receipts(root: &Root) -> fsroot::Result<Vec<Receipt>> {
-    Ok(read_lines(root, &format!("{RECONCILE_DIR}/receipts.jsonl"))?.unwrap_or_default())
+    Ok(read_lines(root, store::ids::RECEIPTS_PATH)?.unwrap_or_default())
 }
 
 /// The items taken back out of their run: the `from` of every applied restore, and the
@@ -814,7 +814,7 @@ fn verify_run(
             .map_err(|e| Mismatch(e.to_string()))?;
         for e in entries {
             let rel = format!("{dir}/{}", e.name.to_string_lossy());
-            if e.kind == EntryKind::File && store::ids::is_doctor_temp(&e.name.to_string_lossy()) {
+            if e.kind == EntryKind::File && fsroot::temp::is_temp(&e.name.to_string_lossy()) {
                 continue;
             }
             // Listed itself, or inside a listed item: one lookup per ancestor, not a walk of
@@ -823,7 +823,7 @@ fn verify_run(
                 p.rsplit_once('/').map(|(parent, _)| parent)
             })
             .any(|p| listed.contains(p));
-            if rel == format!("{top}/MANIFEST.jsonl") || inside_item {
+            if rel == format!("{top}/{}", store::ids::MANIFEST_FILE) || inside_item {
                 continue;
             }
             let below = format!("{rel}/");

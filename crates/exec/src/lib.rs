@@ -16,12 +16,10 @@ use store::{Clock, Timestamp};
 
 mod act;
 pub mod admin;
-mod plan_check;
 mod reclaim;
 pub mod store_move;
 
 use act::{Act, Extra};
-pub use plan_check::check_sessions_plan;
 pub use reclaim::{
     acquire_sweep_lock, apply_reclaim, read_pending, PendingDeletion, ReclaimTargets, Reclaimed,
     PENDING_DIR,
@@ -132,7 +130,6 @@ pub fn apply_plan(
             }
         };
         if outcome == OutcomeKind::Applied {
-            applied.summary.count_action(action);
             // Set-asides and thread rewrites (their previous versions) both fill the run's
             // set-aside directory.
             if !matches!(action.action, ActionKind::ReclaimDir | ActionKind::Purge) {
@@ -150,8 +147,7 @@ pub fn apply_plan(
             at: clock.now().to_string(),
             extra,
         };
-        if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
-        {
+        if let Err(e) = append_json_line(root, store::ids::RECEIPTS_PATH, &receipt) {
             applied.summary.errors.push(e.to_string());
             applied.records_failed = true;
         }
@@ -173,13 +169,16 @@ pub fn removable_interrupted_writes(root: &fsroot::Root, scanned: &[String]) -> 
     if let Ok(entries) = root.list(Path::new(RECONCILE_DIR)) {
         for e in entries {
             let name = e.name.to_string_lossy();
-            if e.kind == fsroot::EntryKind::File && store::ids::is_doctor_temp(&name) {
+            if e.kind == fsroot::EntryKind::File && fsroot::temp::is_temp(&name) {
                 all.push(format!("{RECONCILE_DIR}/{name}"));
             }
         }
     }
-    let own = format!("{}{}-", store::ids::DOCTOR_TEMP_INFIX, std::process::id());
-    all.retain(|p| !p.contains(&own) && interrupted_write_is_free(root, p));
+    // This process's own writes in progress are never someone's interrupted write.
+    all.retain(|p| {
+        !fsroot::temp::is_own(p.rsplit('/').next().unwrap_or(p))
+            && interrupted_write_is_free(root, p)
+    });
     all.sort();
     all
 }
@@ -205,7 +204,7 @@ fn interrupted_write_is_free(root: &fsroot::Root, path: &str) -> bool {
 fn lease_is_free(root: &fsroot::Root, path: &str) -> bool {
     let session = match path.split_once('/') {
         Some((first, _)) => first.to_owned(),
-        None => store::ids::doctor_temp_target(path)
+        None => fsroot::temp::target(path)
             .map(|t| t.strip_suffix(".json").unwrap_or(t).to_owned())
             .unwrap_or_default(),
     };
@@ -266,8 +265,7 @@ pub fn remove_interrupted_writes(
             at: clock.now().to_string(),
             extra: serde_json::Map::from_iter([("bytes_freed".to_owned(), freed.into())]),
         };
-        if let Err(e) = append_json_line(root, &format!("{RECONCILE_DIR}/receipts.jsonl"), &receipt)
-        {
+        if let Err(e) = append_json_line(root, store::ids::RECEIPTS_PATH, &receipt) {
             errors.push(e.to_string());
             records_failed = true;
         }
@@ -294,7 +292,7 @@ pub struct Cleanup {
 pub fn write_last(root: &WritableRoot, last: &LastRun) -> fsroot::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
     bytes.push(b'\n');
-    root.write_atomic(Path::new(&format!("{RECONCILE_DIR}/last.json")), &bytes)
+    root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), &bytes)
 }
 
 pub(crate) enum Refusal {

@@ -257,6 +257,7 @@ fn reclaim_one(
     let processes = targets
         .procfs
         .scan()
+        .map(engine::liveness::ProcessRefs::from_scan)
         .map_err(|e| Refusal::Skip(format!("cannot check for live processes: {e}")))?;
     let live = processes
         .referencing(&shown)

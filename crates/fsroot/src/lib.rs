@@ -25,6 +25,7 @@ mod error;
 mod fault;
 mod lock;
 pub mod procfs;
+pub mod temp;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -837,9 +838,7 @@ impl WritableRoot {
         let name = p.file_name().ok_or_else(|| Error::escape(rel))?.to_owned();
         let dir = self.dir_all(&parent)?;
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = OsString::from(".");
-        tmp_name.push(&name);
-        tmp_name.push(format!(".doctor-tmp-{}-{n}", std::process::id()));
+        let tmp_name = temp::name(&name, std::process::id(), n);
         let tmp = parent.join(&tmp_name);
         let mut opts = OpenOptions::new();
         opts.write(true)

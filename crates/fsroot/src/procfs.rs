@@ -1,66 +1,20 @@
-//! Reading `/proc` through a [`Root`]: which live processes reference which paths (working
-//! directory, argv elements, environment values, open file descriptors, memory-mapped files),
-//! and the invoking user's uid. Liveness questions ("does any process reference a path at or
-//! under this directory?") are answered by [`ProcessRefs`], a plain value that pure code can
-//! query without touching the filesystem.
+//! Reading `/proc` through a [`Root`]: what each live process references as the kernel reports
+//! it (working directory, argv, environment, open file descriptors, memory-mapped files), and
+//! the invoking user's uid. Which of those name a path, and the liveness index over them, are
+//! the build-dirs policy (`engine::liveness`); this module only reads.
 //!
 //! Processes come and go while `/proc` is read: one that vanishes mid-scan is simply not
 //! counted, and an item that cannot be read (another user's `environ`, `fd/`, `maps` or `cwd`
-//! give `EACCES`) is skipped and counted in [`ProcessRefs::unreadable`]. Only when `/proc`
+//! give `EACCES`) is skipped and counted in [`ProcessScan::unreadable`]. Only when `/proc`
 //! itself cannot be listed, or does not list this very process, is the scan an error: then
 //! nothing can be known to be unreferenced.
-//!
-//! # Example
-//!
-//! ```
-//! use std::path::Path;
-//! use fsroot::procfs::{ProcessInfo, ProcessRefs, Via};
-//!
-//! let refs = ProcessRefs::from_processes([ProcessInfo {
-//!     pid: 7,
-//!     cwd: Some("/tmp/go-build123/b001".into()),
-//!     ..ProcessInfo::default()
-//! }]);
-//! assert_eq!(refs.referencing(Path::new("/tmp/go-build123")).unwrap().via, Via::Cwd);
-//! assert!(refs.referencing(Path::new("/tmp/go-build12")).is_none(), "matched by component");
-//! ```
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::io;
-use std::ops::Bound;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::{Error, Result, Root};
-
-/// How a process references a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Via {
-    /// Its working directory.
-    Cwd,
-    /// An argv element.
-    Argv,
-    /// An environment value.
-    Environ,
-    /// An open file descriptor's target.
-    Fd,
-    /// A memory-mapped file.
-    Map,
-}
-
-impl fmt::Display for Via {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Via::Cwd => "cwd",
-            Via::Argv => "argv",
-            Via::Environ => "environment",
-            Via::Fd => "open file",
-            Via::Map => "mapped file",
-        })
-    }
-}
 
 /// What one process was seen to reference. Fields that could not be read are empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,161 +33,14 @@ pub struct ProcessInfo {
     pub maps: Vec<PathBuf>,
 }
 
-/// One process's reference to a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reference {
-    /// The process.
-    pub pid: u32,
-    /// How it references the path.
-    pub via: Via,
-    /// The path referenced, absolute and lexically normalised.
-    pub path: PathBuf,
-}
-
-impl fmt::Display for Reference {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {} {} {}", self.pid, self.via, self.path.display())
-    }
-}
-
-/// Every path some live process references, indexed for "at or under" queries.
+/// Every process `/proc` listed, as far as each could be read.
 #[derive(Debug, Clone, Default)]
-pub struct ProcessRefs {
-    paths: BTreeMap<PathBuf, (u32, Via)>,
-    /// Processes seen.
-    pub processes: u64,
+pub struct ProcessScan {
+    /// The processes read.
+    pub processes: Vec<ProcessInfo>,
     /// Items (one process's `cwd`, `cmdline`, `environ`, `fd/`, `maps`) that could not be read,
     /// typically other users' processes.
     pub unreadable: u64,
-}
-
-impl ProcessRefs {
-    /// Indexes what the given processes reference.
-    ///
-    /// The working directory, descriptor targets and mapped files are taken as the kernel
-    /// reports them. Each argv element and environment value is taken whole and split on `:`;
-    /// of each part, also what follows its first `=` (`-o=/x`, `WORK=/x`) and, for a part that
-    /// starts with `-`, what follows its first `/` (`-L/x`). Relative parts are resolved against
-    /// the process's working directory when it is known. Every path is lexically normalised.
-    pub fn from_processes(processes: impl IntoIterator<Item = ProcessInfo>) -> ProcessRefs {
-        let mut refs = ProcessRefs::default();
-        for p in processes {
-            refs.add(p);
-        }
-        refs
-    }
-
-    fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
-        self.paths.entry(path).or_insert((pid, via));
-    }
-
-    fn add(&mut self, p: ProcessInfo) {
-        self.processes += 1;
-        let cwd = p.cwd.as_deref().and_then(absolute_normal);
-        if let Some(c) = &cwd {
-            self.insert(c.clone(), p.pid, Via::Cwd);
-        }
-        for (list, via) in [(&p.fds, Via::Fd), (&p.maps, Via::Map)] {
-            for path in list.iter().filter_map(|f| absolute_normal(f)) {
-                self.insert(path, p.pid, via);
-            }
-        }
-        for arg in &p.argv {
-            for path in value_paths(arg.as_bytes(), cwd.as_deref()) {
-                self.insert(path, p.pid, Via::Argv);
-            }
-        }
-        for entry in &p.environ {
-            let bytes = entry.as_bytes();
-            let value = match bytes.iter().position(|b| *b == b'=') {
-                Some(i) => &bytes[i + 1..],
-                None => bytes,
-            };
-            for path in value_paths(value, cwd.as_deref()) {
-                self.insert(path, p.pid, Via::Environ);
-            }
-        }
-    }
-
-    /// A reference to `dir` itself or to a path beneath it, if any process holds one.
-    /// Matching is by whole path components: `/x/go-build12` does not match `/x/go-build123`.
-    pub fn referencing(&self, dir: &Path) -> Option<Reference> {
-        let dir = absolute_normal(dir)?;
-        let (path, (pid, via)) = self
-            .paths
-            .range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded))
-            .next()?;
-        // Paths compare component by component, so every path beneath `dir` sorts right after
-        // it: the first one at or after `dir` is beneath it, or none is.
-        path.starts_with(&dir).then(|| Reference {
-            pid: *pid,
-            via: *via,
-            path: path.clone(),
-        })
-    }
-
-    /// How many distinct paths are indexed.
-    pub fn len(&self) -> usize {
-        self.paths.len()
-    }
-
-    /// Whether no path is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
-    }
-}
-
-/// `p` made absolute-only and lexically normal (`.` dropped, `..` popped); `None` when relative.
-fn absolute_normal(p: &Path) -> Option<PathBuf> {
-    if !p.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    Some(out)
-}
-
-/// The paths an argv element or environment value names (see [`ProcessRefs::from_processes`]).
-fn value_paths(value: &[u8], cwd: Option<&Path>) -> Vec<PathBuf> {
-    let mut parts: Vec<&[u8]> = vec![value];
-    parts.extend(value.split(|b| *b == b':'));
-    let mut texts: Vec<&[u8]> = Vec::new();
-    for part in parts {
-        if part.is_empty() {
-            continue;
-        }
-        texts.push(part);
-        if let Some(i) = part.iter().position(|b| *b == b'=') {
-            texts.push(&part[i + 1..]);
-        }
-        if part.starts_with(b"-") {
-            if let Some(i) = part.iter().position(|b| *b == b'/') {
-                texts.push(&part[i..]);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for t in texts {
-        if t.is_empty() {
-            continue;
-        }
-        let p = Path::new(OsStr::from_bytes(t));
-        let full = if p.is_absolute() {
-            absolute_normal(p)
-        } else {
-            cwd.and_then(|c| absolute_normal(&c.join(p)))
-        };
-        out.extend(full);
-    }
-    out
 }
 
 /// A handle on `/proc`, opened as a read-only [`Root`].
@@ -346,10 +153,10 @@ impl Procfs {
 
     /// Reads every process. An error only when `/proc` cannot be listed or does not list this
     /// process; processes that vanish are left out, unreadable items are counted.
-    pub fn scan(&self) -> Result<ProcessRefs> {
+    pub fn scan(&self) -> Result<ProcessScan> {
         let entries = self.root.list(Path::new(""))?;
         let own = std::process::id();
-        let mut refs = ProcessRefs::default();
+        let mut refs = ProcessScan::default();
         let mut saw_self = false;
         for e in entries {
             let Some(pid) = e.name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -359,7 +166,7 @@ impl Procfs {
             let (info, unreadable) = self.read_process(pid);
             refs.unreadable += unreadable;
             if let Some(info) = info {
-                refs.add(info);
+                refs.processes.push(info);
             }
         }
         if !saw_self {
@@ -424,79 +231,6 @@ impl Procfs {
 mod tests {
     use super::*;
 
-    fn refs(p: ProcessInfo) -> ProcessRefs {
-        ProcessRefs::from_processes([p])
-    }
-
-    fn via(r: &ProcessRefs, dir: &str) -> Option<Via> {
-        r.referencing(Path::new(dir)).map(|r| r.via)
-    }
-
-    #[test]
-    fn matches_by_whole_component() {
-        let r = refs(ProcessInfo {
-            pid: 1,
-            fds: vec!["/x/go-build123/b001/a.o".into()],
-            ..Default::default()
-        });
-        assert_eq!(via(&r, "/x/go-build123"), Some(Via::Fd));
-        assert_eq!(via(&r, "/x/go-build12"), None);
-        assert_eq!(via(&r, "/x/go-build1234"), None);
-        assert_eq!(via(&r, "/x"), Some(Via::Fd));
-        let r = refs(ProcessInfo {
-            pid: 1,
-            cwd: Some("/x/go-build12".into()),
-            ..Default::default()
-        });
-        assert_eq!(
-            via(&r, "/x/go-build12"),
-            Some(Via::Cwd),
-            "the directory itself"
-        );
-        assert_eq!(via(&r, "/x/go-build123"), None);
-        assert_eq!(via(&r, "/x/go-build1"), None);
-    }
-
-    #[test]
-    fn argv_and_environment_values_are_taken_whole_split_and_after_equals() {
-        let r = refs(ProcessInfo {
-            pid: 2,
-            cwd: Some("/home/u/mod".into()),
-            argv: vec![
-                "compile".into(),
-                "-trimpath=/t/go-build1/b001=>".into(),
-                "-L/t/go-link-5/lib".into(),
-                "../../../t/go-build9".into(),
-            ],
-            environ: vec![
-                "PATH=/usr/bin:/t/go-build2/bin".into(),
-                "WORK=/t/go-build3".into(),
-                "NOPE=/t/go-build4x".into(),
-                "GOFLAGS=-x".into(),
-            ],
-            ..Default::default()
-        });
-        assert_eq!(via(&r, "/t/go-build1"), Some(Via::Argv));
-        assert_eq!(via(&r, "/t/go-link-5"), Some(Via::Argv));
-        assert_eq!(via(&r, "/t/go-build9"), Some(Via::Argv), "relative to cwd");
-        assert_eq!(via(&r, "/t/go-build2"), Some(Via::Environ), "split on ':'");
-        assert_eq!(via(&r, "/t/go-build3"), Some(Via::Environ));
-        assert_eq!(via(&r, "/t/go-build4"), None);
-        assert_eq!(via(&r, "/t/go-build"), None);
-    }
-
-    #[test]
-    fn normalises_paths_lexically() {
-        let r = refs(ProcessInfo {
-            pid: 3,
-            maps: vec!["/t/./go-build7/../go-build8/exe/a.out (deleted)".into()],
-            ..Default::default()
-        });
-        assert_eq!(via(&r, "/t/go-build8"), Some(Via::Map));
-        assert_eq!(via(&r, "/t/go-build7"), None);
-        assert_eq!(via(&r, "/t/go-build8/"), Some(Via::Map));
-    }
-
     #[test]
     fn parses_maps() {
         let maps = b"55d0-55d2 r--p 00000000 fd:01 123  /usr/bin/sleep\n\
@@ -515,13 +249,17 @@ mod tests {
     #[test]
     fn scans_this_process() {
         let proc = Procfs::open_default().unwrap();
-        let refs = proc.scan().unwrap();
-        assert!(refs.processes >= 1);
-        let cwd = std::env::current_dir().unwrap();
-        assert!(
-            refs.referencing(&cwd).is_some(),
-            "our own cwd is referenced"
+        let scan = proc.scan().unwrap();
+        let me = scan
+            .processes
+            .iter()
+            .find(|p| p.pid == std::process::id())
+            .expect("this process is listed");
+        assert_eq!(
+            me.cwd.as_deref(),
+            Some(std::env::current_dir().unwrap().as_path())
         );
+        assert!(!me.argv.is_empty());
         assert!(proc.invoking_uid().is_ok());
     }
 

@@ -2,8 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ActionKind, ItemKind, PlannedAction};
-
 /// The `summary` object of the JSON output and of `last.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
@@ -46,28 +44,98 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Counts one action as done (or, for a dry run, as planned).
-    pub fn count_action(&mut self, a: &PlannedAction) {
-        match (a.action, a.kind) {
-            (ActionKind::SetAside, Some(ItemKind::Document)) => self.documents_set_aside += 1,
-            (ActionKind::SetAside, Some(ItemKind::RuntimeStore)) => self.stores_set_aside += 1,
-            (ActionKind::SetAside, _) => self.artifact_dirs_set_aside += 1,
-            (ActionKind::UnbindThread, _) => self.threads_unbound += 1,
-            (ActionKind::RecoverThread, _) => self.sessions_recovered += 1,
-            (ActionKind::BindThread, _) => self.threads_bound += 1,
-            (
-                ActionKind::ReclaimDir
-                | ActionKind::Restore
-                | ActionKind::Purge
-                | ActionKind::RemoveTemp
-                | ActionKind::RemoveEmptyDir,
-                _,
-            ) => {}
-        }
-    }
-
     /// Items set aside, of every kind.
     pub fn items_set_aside(&self) -> u64 {
         self.documents_set_aside + self.stores_set_aside + self.artifact_dirs_set_aside
+    }
+}
+
+/// Merges the counts of part of a run (a rule, the applied actions) into the whole: numbers
+/// add up, errors append, flags stay set, a set-aside path given replaces none. Every field
+/// is named, so a new one cannot be forgotten here.
+impl std::ops::AddAssign<&Summary> for Summary {
+    fn add_assign(&mut self, other: &Summary) {
+        let Summary {
+            documents_set_aside,
+            documents_newer_schema,
+            documents_unknown_content,
+            threads_unreadable,
+            stores_set_aside,
+            stores_kept_with_work,
+            stores_in_use,
+            sessions_recovered,
+            threads_bound,
+            threads_unbound,
+            artifact_dirs_set_aside,
+            artifact_dirs_kept,
+            actions_deferred,
+            limit_reached,
+            skipped_concurrent,
+            set_aside_path,
+            errors,
+        } = other;
+        self.documents_set_aside += documents_set_aside;
+        self.documents_newer_schema += documents_newer_schema;
+        self.documents_unknown_content += documents_unknown_content;
+        self.threads_unreadable += threads_unreadable;
+        self.stores_set_aside += stores_set_aside;
+        self.stores_kept_with_work += stores_kept_with_work;
+        self.stores_in_use += stores_in_use;
+        self.sessions_recovered += sessions_recovered;
+        self.threads_bound += threads_bound;
+        self.threads_unbound += threads_unbound;
+        self.artifact_dirs_set_aside += artifact_dirs_set_aside;
+        self.artifact_dirs_kept += artifact_dirs_kept;
+        self.actions_deferred += actions_deferred;
+        self.limit_reached |= limit_reached;
+        self.skipped_concurrent |= skipped_concurrent;
+        if set_aside_path.is_some() {
+            self.set_aside_path.clone_from(set_aside_path);
+        }
+        self.errors.extend(errors.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_adds_every_count_and_keeps_flags_and_errors() {
+        let one = Summary {
+            documents_set_aside: 1,
+            documents_newer_schema: 2,
+            documents_unknown_content: 3,
+            threads_unreadable: 4,
+            stores_set_aside: 5,
+            stores_kept_with_work: 6,
+            stores_in_use: 7,
+            sessions_recovered: 8,
+            threads_bound: 9,
+            threads_unbound: 10,
+            artifact_dirs_set_aside: 11,
+            artifact_dirs_kept: 12,
+            actions_deferred: 13,
+            limit_reached: true,
+            skipped_concurrent: false,
+            set_aside_path: Some(".set-aside/r".into()),
+            errors: vec!["e".into()],
+        };
+        let mut sum = Summary::default();
+        sum += &one;
+        sum += &one;
+        sum += &Summary::default();
+        let json = serde_json::to_value(&sum).unwrap();
+        for (key, value) in serde_json::to_value(&one).unwrap().as_object().unwrap() {
+            match value {
+                serde_json::Value::Number(n) => {
+                    assert_eq!(json[key], n.as_u64().unwrap() * 2, "{key}")
+                }
+                _ => {}
+            }
+        }
+        assert!(sum.limit_reached && !sum.skipped_concurrent);
+        assert_eq!(sum.set_aside_path.as_deref(), Some(".set-aside/r"));
+        assert_eq!(sum.errors, ["e", "e"]);
     }
 }

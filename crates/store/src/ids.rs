@@ -100,6 +100,17 @@ pub const RECONCILE_LOCK: &str = ".reconcile.lock";
 pub const RECONCILE_DIR: &str = ".reconcile";
 /// Where set-aside runs live, relative to S.
 pub const SET_ASIDE_DIR: &str = ".set-aside";
+/// The run manifest's file name inside `.set-aside/<run>/`.
+pub const MANIFEST_FILE: &str = "MANIFEST.jsonl";
+/// The receipts of every run, relative to S.
+pub const RECEIPTS_PATH: &str = ".reconcile/receipts.jsonl";
+/// The last run's summary, relative to S (the app's `codewhale doctor` reads it).
+pub const LAST_RUN_PATH: &str = ".reconcile/last.json";
+
+/// The manifest of set-aside run `run`, relative to S.
+pub fn manifest_path(run: &str) -> String {
+    format!("{SET_ASIDE_DIR}/{run}/{MANIFEST_FILE}")
+}
 /// Live leases and tombstones, relative to S.
 pub const LATE_USAGE_DIR: &str = ".late-usage";
 /// The owner lock file inside a runtime store.
@@ -127,25 +138,6 @@ pub const ARTIFACT_ENTRIES: &[&str] = &[
     "approval_receipts.jsonl",
     "approval_receipts.lock",
 ];
-
-/// The infix of the doctor's temporary files: `.<name>.doctor-tmp-<pid>-<n>`.
-pub const DOCTOR_TEMP_INFIX: &str = ".doctor-tmp-";
-
-/// Whether a file name is exactly a temporary file of the doctor's atomic write,
-/// `.<target>.doctor-tmp-<pid>-<n>`, and if so the target's name.
-pub fn doctor_temp_target(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix('.')?;
-    let at = rest.rfind(DOCTOR_TEMP_INFIX)?;
-    let (target, suffix) = (&rest[..at], &rest[at + DOCTOR_TEMP_INFIX.len()..]);
-    let (pid, n) = suffix.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (!target.is_empty() && digits(pid) && digits(n)).then_some(target)
-}
-
-/// Whether a file name is a temporary file of the doctor's atomic write.
-pub fn is_doctor_temp(name: &str) -> bool {
-    doctor_temp_target(name).is_some()
-}
 
 /// Splits `text` into maximal runs of id bytes and calls `f` on each.
 pub fn for_each_token(text: &[u8], mut f: impl FnMut(&[u8])) {
@@ -201,28 +193,6 @@ mod tests {
         assert_ne!(u, thread_session_uuid("thr_0124"));
         assert!(is_reserved_top("latest.json") && is_reserved_top("x.lock"));
         assert!(!is_reserved_top(".reconcile.lock") && !is_reserved_top("latest2.json"));
-    }
-
-    #[test]
-    fn doctor_temp_names_are_exact() {
-        assert_eq!(
-            doctor_temp_target(".a.json.doctor-tmp-42-0"),
-            Some("a.json")
-        );
-        assert_eq!(
-            doctor_temp_target(".last.json.doctor-tmp-1-17"),
-            Some("last.json")
-        );
-        for not_ours in [
-            ".my.doctor-tmp-notes",
-            "a.json.doctor-tmp-1-2",
-            "..doctor-tmp-1-2",
-            ".a.json.doctor-tmp-1",
-            ".a.json.doctor-tmp-x-1",
-            ".a.json.doctor-tmp-1-2-3",
-        ] {
-            assert_eq!(doctor_temp_target(not_ours), None, "{not_ours}");
-        }
     }
 
     #[test]

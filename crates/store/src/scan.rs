@@ -346,7 +346,7 @@ fn classify_top(name: &str, kind: EntryKind) -> Top {
         _ => {}
     }
     match kind {
-        EntryKind::File if ids::is_doctor_temp(name) => Top::Ignored(INTERRUPTED_WRITE),
+        EntryKind::File if fsroot::temp::is_temp(name) => Top::Ignored(INTERRUPTED_WRITE),
         EntryKind::File => match name.strip_suffix(".json") {
             Some(stem) if is_valid_id(stem) => Top::Document(stem.to_owned()),
             Some(_) => Top::Ignored("file name is not a valid session id"),
@@ -1079,7 +1079,7 @@ fn scan_threads(
                 &format!("{dir}/{name}"),
                 "symlink (never followed)",
             )),
-            _ if e.kind == EntryKind::File && ids::is_doctor_temp(&name) => {
+            _ if e.kind == EntryKind::File && fsroot::temp::is_temp(&name) => {
                 ign.push(ignored(&format!("{dir}/{name}"), INTERRUPTED_WRITE))
             }
             _ => ign.push(ignored(&format!("{dir}/{name}"), "not a thread record")),

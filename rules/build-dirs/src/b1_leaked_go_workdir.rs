@@ -1,57 +1,11 @@
 //! B1 `leaked-go-workdir`: reclaims Go work directories that a killed build left behind.
 
-use engine::{BuildContext, BuildDirs, Effect, Expect, Proposal, RootEntry, Rule, RuleOutput};
-use fsroot::EntryKind;
-use plan::{ActionKind, Skipped};
+use engine::{
+    BuildContext, BuildDirs, Effect, EntryKind, Expect, Proposal, RootEntry, Rule, RuleOutput,
+};
+use plan::{ActionKind, PlannedAction, Skipped};
 
-/// ## What it finds
-///
-/// A depth-1 entry `R/<name>` of a build root `R` (each `--root`; by default `$GOTMPDIR` when
-/// set, and the OS temp dir) that `go build` / `go test` (`os.MkdirTemp(dir, "go-build")`) or
-/// the linker (`os.MkdirTemp(dir, "go-link-")`) created and never removed, because the run was
-/// killed, signalled or OOM-killed. All must hold:
-///
-/// 1. its name is exactly `go-build<digits>` or `go-link-<digits>`;
-/// 2. it is a real directory, not a symlink;
-/// 3. it is owned by the invoking user;
-/// 4. it has not changed for `--min-age` (default `30m`; the clock is `DOCTOR_NOW` when set);
-/// 5. it holds no `.git` entry;
-/// 6. no live process references it: no process's working directory, argv element,
-///    environment value (whole and split on `:`), open file descriptor or memory-mapped file
-///    lies at or under it, compared by whole path components (`/x/go-build12` is not
-///    `/x/go-build123`).
-///
-/// ## What it does
-///
-/// Deletes the tree (the next build regenerates it) through the one delete seam, which never
-/// follows a symlink: a link inside the tree is removed, its target is left as it was. Just
-/// before deleting, the executor checks again that the directory is real, still the invoking
-/// user's, referenced by no live process (a fresh read of `/proc`), and unchanged since
-/// planned (its tree digest). Each deletion is receipted with the bytes freed. A deletion cut
-/// short leaves a smaller tree whose mtime just changed; the executor records each deletion
-/// before it starts, so the next run recognises the same directory (device and inode), skips
-/// only the age check for it, and finishes it.
-///
-/// ## What it never touches
-///
-/// - names Go does not generate: `go-build-base`, `go-link-base`, `go-build12ab`, `go-link`,
-///   `gocache-x` (names starting with `go-build` or `go-link` are reported as skipped);
-/// - a symlink or anything that is not a directory;
-/// - another user's directory, a directory changed within `--min-age`, a directory holding
-///   `.git`, and a directory any live process references (each reported as skipped, with why);
-/// - anything below depth 1 of a root, and the roots themselves;
-/// - everything, when `/proc` cannot be read: liveness cannot be known, so nothing is
-///   reclaimed and the run says why (exit 1).
-///
-/// ## Example
-///
-/// `/tmp/gotmp/go-build2931` left by a `go test` killed two hours ago, and
-/// `/tmp/gotmp/go-build77` whose build is still running:
-///
-/// ```text
-/// would reclaim /tmp/gotmp/go-build2931  (B1 leaked-go-workdir: leaked Go work directory: unchanged for 2h, referenced by no live process)
-/// skipped /tmp/gotmp/go-build77  (B1: referenced by a live process: pid 4242 cwd /tmp/gotmp/go-build77/b001)
-/// ```
+#[doc = include_str!("b1_leaked_go_workdir.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct LeakedGoWorkdir;
 
@@ -62,6 +16,18 @@ impl Rule<BuildDirs> for LeakedGoWorkdir {
 
     fn name(&self) -> &'static str {
         "leaked-go-workdir"
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("b1_leaked_go_workdir.md")
+    }
+
+    fn plans(&self) -> &'static [(ActionKind, Option<plan::ItemKind>)] {
+        &[(ActionKind::ReclaimDir, None)]
+    }
+
+    fn accepts(&self, a: &PlannedAction) -> bool {
+        is_go_work_dir_name(&a.path)
     }
 
     fn plan(&self, cx: &BuildContext<'_>) -> RuleOutput {

@@ -2,54 +2,9 @@
 //! work.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, Skipped};
+use plan::{ActionKind, ItemKind, PlannedAction, Skipped, Summary};
 
-/// ## What it finds
-///
-/// A runtime store (`S/<id>/runtime` or `S/<id>/runtime-recovered-*`) that no known document
-/// and no checkpoint binds (after R1's and R3's projection; a binding is compared lexically and
-/// in its canonical form, so one spelled through a symlink binds), that holds no work (its seven
-/// work directories are empty or absent, `state.json` has `next_seq` of at most 1 and parses,
-/// and no automation is pinned to it), and whose owner lock no other process holds.
-///
-/// ## What it does
-///
-/// Sets the whole store aside into `.set-aside/<run>/<id>/<store>` by the store-move protocol
-/// (invariants.md): it takes the owner lock, renames each entry into the destination with the
-/// lock file last, removes the emptied source directory only if it is still empty, and
-/// releases the lock last. Reason `empty runtime store no document binds`, or `empty runtime
-/// store of a deleted session` when `.late-usage/<id>.deleted` exists. Manifest
-/// `kind: "runtime_store"` with the tree digest.
-///
-/// ## What it never touches
-///
-/// - a store any known document binds, wherever it lives (a host binds many documents to the
-///   store under the id it booted with), including `runtime-recovered-*` stores;
-/// - an unbound store that holds work with nothing recoverable (`stores_kept_with_work`);
-/// - a store whose owner lock another process holds, or in a live session's directory, even
-///   when empty (counted in `stores_in_use` when no document binds it, as the app counts);
-/// - a store any checkpoint binds, and a store pinned by an automation (an `*.json` under
-///   `$CODEWHALE_HOME/automations` that contains its `execution_scope`), which holds work;
-/// - a store whose session's own document (`S/<id>.json`) or checkpoint
-///   (`S/checkpoints/<id>.json`) exists but cannot be read (permission denied, an I/O error):
-///   it may bind the store, so the store is kept and the skip says why. The executor's
-///   re-check right before the move judges the same way.
-///
-/// ## Empty session directories
-///
-/// When the store was the last entry of its session directory, the same action removes the
-/// emptied directory (an empty directory holds no data; the receipt says so, and a restore
-/// recreates it). A kill between the two leaves the directory empty; the next run plans its
-/// removal (`remove_empty_dir`). Both the removal after a set-aside and the planned one apply
-/// only to the directory of a session with no document, no checkpoint and no live lease; the
-/// planned one also spares a directory a thread or document names (the app's engine may be
-/// about to write under `S/<thread id>/`).
-///
-/// ## Example
-///
-/// `old/runtime` holding only `owner.json` and an empty `threads/`, with no `old.json`:
-/// `would set aside old/runtime  (R2 unbound-empty-store: empty runtime store no document
-/// binds)`.
+#[doc = include_str!("r2_unbound_empty_store.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct UnboundEmptyStore;
 
@@ -60,6 +15,30 @@ impl Rule for UnboundEmptyStore {
 
     fn name(&self) -> &'static str {
         "unbound-empty-store"
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("r2_unbound_empty_store.md")
+    }
+
+    fn plans(&self) -> &'static [(ActionKind, Option<ItemKind>)] {
+        &[
+            (ActionKind::SetAside, Some(ItemKind::RuntimeStore)),
+            (ActionKind::RemoveEmptyDir, None),
+        ]
+    }
+
+    fn accepts(&self, a: &PlannedAction) -> bool {
+        match a.action {
+            ActionKind::SetAside => crate::shape::store(&a.path),
+            _ => crate::shape::session_dir(&a.path),
+        }
+    }
+
+    fn count(&self, a: &PlannedAction, summary: &mut Summary) {
+        if a.action == ActionKind::SetAside {
+            summary.stores_set_aside += 1;
+        }
     }
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {

@@ -2,51 +2,10 @@
 //! a store no document binds.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, Precondition, Skipped};
+use plan::{ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
 use store::ThreadState;
 
-/// ## What it finds
-///
-/// In a runtime store that no document or checkpoint binds (a document whose id is one of the
-/// store's own thread ids does not count: it is a recovery a crash interrupted), that no other
-/// process holds and that holds no thread of a newer schema: an unbound thread (no
-/// `session_id`, or one R4 unbinds in the same plan) that is recoverable: at least one turn (any
-/// status) whose items rebuild into a non-empty conversation (codewhale-format.md §7). In a
-/// bound store R3 plans nothing: threads that never had a document there (Runtime-API and task
-/// threads of a host store) never get one.
-///
-/// ## What it does
-///
-/// One `recover_thread` action: writes `S/<tid>.json` (the thread id is the document id), the
-/// `SavedSession` the app would load (§8): content blocks, a journal whose entry ids derive from
-/// the thread id, `model`, `workspace`, `mode` and `system_prompt` from the thread, title
-/// `Recovered: <thread title, else the derived title>` sanitized and cut to 100 characters,
-/// `total_tokens` summed from the turns' usage, `created_at` the thread's and `updated_at` the
-/// latest turn's end, and `runtime_store` = the store's canonical absolute path with the app's
-/// `execution_scope`. Then binds the thread: `session_id` = the id, `saved_session_checkpoint`
-/// = `{covered_turn_id: latest_turn_id, messages_sha256, messages_len}` with the hash of the
-/// app's compact serialization, `updated_at` = the plan's instant. When `S/<tid>.json` already
-/// exists, is readable and binds this store (a crash between the two writes), only the binding
-/// is planned (`bind_thread`).
-///
-/// ## What it never touches
-///
-/// - an existing document: when `S/<tid>.json` exists and does not bind this store, or another
-///   thread with the same id is recovered first (stores in path order), nothing is planned and
-///   the thread is listed under `skipped` with `why: "document id taken"`;
-/// - a thread whose id has a `.late-usage/<tid>.deleted` tombstone (`session was deleted`);
-/// - a thread whose id would make a reserved file name (`session_boot_owners`, `latest`,
-///   `offline_queue`);
-/// - a store without a readable `owner.json` (its binding could not validate), and a store one
-///   of whose turn or item files cannot be read: kept whole, the reason listed under `skipped`;
-/// - a thread with a seed journal (`threads/<tid>.seed`), which the doctor does not settle;
-/// - a thread in a held store, in a live session's directory, or of a newer schema.
-///
-/// ## Example
-///
-/// `x/runtime/threads/thr_9.json` unbound with two turns in a store no document binds:
-/// `would recover x/runtime/threads/thr_9.json as thr_9.json  (R3 orphan-thread: thread has no
-/// session document; messages: 4, turns: 2)`.
+#[doc = include_str!("r3_orphan_thread.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct OrphanThread;
 
@@ -57,6 +16,30 @@ impl Rule for OrphanThread {
 
     fn name(&self) -> &'static str {
         "orphan-thread"
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("r3_orphan_thread.md")
+    }
+
+    fn plans(&self) -> &'static [(ActionKind, Option<ItemKind>)] {
+        &[
+            (ActionKind::RecoverThread, None),
+            (ActionKind::BindThread, None),
+        ]
+    }
+
+    fn accepts(&self, a: &PlannedAction) -> bool {
+        // The document is the one named by the thread's id.
+        crate::shape::thread(&a.path)
+            .is_some_and(|tid| a.document.as_deref() == Some(&format!("{tid}.json")))
+    }
+
+    fn count(&self, a: &PlannedAction, summary: &mut Summary) {
+        match a.action {
+            ActionKind::RecoverThread => summary.sessions_recovered += 1,
+            _ => summary.threads_bound += 1,
+        }
     }
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {

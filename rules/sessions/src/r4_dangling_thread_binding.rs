@@ -1,42 +1,10 @@
 //! R4 `dangling-thread-binding`: unbinds threads whose session document no longer exists.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, Precondition, Skipped};
+use plan::{ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
 use store::ThreadState;
 
-/// ## What it finds
-///
-/// A thread record whose `session_id` names no known session (no readable, unknown-content or
-/// newer-schema document, no checkpoint; a document R1 sets aside in the same plan no longer
-/// counts), in a runtime store that no other process holds. Bound and unbound stores alike. A
-/// legacy checkpoint (no `messages_len`, `covered_turn_id` null) is a binding like any other.
-///
-/// ## What it does
-///
-/// Rewrites the thread record atomically without `session_id` and `saved_session_checkpoint`
-/// and with `updated_at` set to the plan's instant, keeping every other key in place (the app's
-/// `unbind_session_threads_in_store`). Before the first rewrite of a record in a run its bytes
-/// are copied to `.set-aside/<run>/<path>` (`kind: "previous_version"`). A receipt with the
-/// app's keys (`action: "thread_unbound"`, `thread_id`, `session_id`,
-/// `saved_session_checkpoint`, `reason`, `at`) plus the doctor's (`run`, `thread`,
-/// `previous_sha256`, `previous_session_id`) goes to `<store>/session-unbind-receipts.jsonl`,
-/// and one to `.reconcile/receipts.jsonl`, with reason `its session document no longer
-/// exists`. In a store no document binds, R3 then sees the thread as unbound and recovers it;
-/// in a bound store the thread stays loadable from its own turns and gets no document.
-///
-/// ## What it never touches
-///
-/// - a thread whose `session_id` is live (its lease is held) or has a checkpoint;
-/// - a thread record of a newer schema (above 4), and every thread of its store (the app cannot
-///   list that store), or a record that does not parse (counted in `threads_unreadable`): left
-///   in place and listed under `skipped` with why;
-/// - any thread in a store whose owner lock another process holds.
-///
-/// ## Example
-///
-/// `a/runtime/threads/th1.json` with `"session_id": "gone"` and no `gone.json`:
-/// `would unbind a/runtime/threads/th1.json  (R4 dangling-thread-binding: its session
-/// document no longer exists)`.
+#[doc = include_str!("r4_dangling_thread_binding.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct DanglingThreadBinding;
 
@@ -47,6 +15,22 @@ impl Rule for DanglingThreadBinding {
 
     fn name(&self) -> &'static str {
         "dangling-thread-binding"
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("r4_dangling_thread_binding.md")
+    }
+
+    fn plans(&self) -> &'static [(ActionKind, Option<ItemKind>)] {
+        &[(ActionKind::UnbindThread, None)]
+    }
+
+    fn accepts(&self, a: &PlannedAction) -> bool {
+        crate::shape::thread(&a.path).is_some()
+    }
+
+    fn count(&self, _a: &PlannedAction, summary: &mut Summary) {
+        summary.threads_unbound += 1;
     }
 
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {

@@ -1,0 +1,69 @@
+//! The name of the doctor's temporary files, which this crate writes (an atomic write goes to
+//! `.<target>.doctor-tmp-<pid>-<n>` beside its target, then is renamed onto it) and which the
+//! scan and the housekeeping recognize: the one place that pattern is spelled.
+
+/// The infix of a temporary file's name.
+const INFIX: &str = ".doctor-tmp-";
+
+/// The temporary name for `target` written by process `pid` as its `n`th write.
+pub fn name(target: &std::ffi::OsStr, pid: u32, n: u64) -> std::ffi::OsString {
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(target);
+    tmp.push(format!("{INFIX}{pid}-{n}"));
+    tmp
+}
+
+/// Whether a file name is exactly a temporary file of the doctor's atomic write,
+/// `.<target>.doctor-tmp-<pid>-<n>`, and if so the target's name.
+pub fn target(name: &str) -> Option<&str> {
+    parts(name).map(|(target, _, _)| target)
+}
+
+/// Whether a file name is a temporary file of the doctor's atomic write.
+pub fn is_temp(name: &str) -> bool {
+    parts(name).is_some()
+}
+
+/// Whether a file name is a temporary file this very process is writing.
+pub fn is_own(name: &str) -> bool {
+    parts(name).is_some_and(|(_, pid, _)| pid == std::process::id())
+}
+
+/// Target, pid and counter of a temporary file's name.
+fn parts(name: &str) -> Option<(&str, u32, u64)> {
+    let rest = name.strip_prefix('.')?;
+    let at = rest.rfind(INFIX)?;
+    let (target, suffix) = (&rest[..at], &rest[at + INFIX.len()..]);
+    let (pid, n) = suffix.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !digits(pid) || !digits(n) {
+        return None;
+    }
+    Some((target, pid.parse().ok()?, n.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_exact() {
+        assert_eq!(target(".a.json.doctor-tmp-42-0"), Some("a.json"));
+        assert_eq!(target(".last.json.doctor-tmp-1-17"), Some("last.json"));
+        for not in [
+            ".my.doctor-tmp-notes",
+            "a.json.doctor-tmp-1-2",
+            "..doctor-tmp-1-2",
+            ".a.json.doctor-tmp-1",
+            ".a.json.doctor-tmp-x-1",
+            ".a.json.doctor-tmp-1-2-3",
+        ] {
+            assert!(!is_temp(not), "{not}");
+        }
+        let mine = name("a.json".as_ref(), std::process::id(), 3);
+        let mine = mine.to_str().unwrap();
+        assert_eq!(target(mine), Some("a.json"));
+        assert!(is_own(mine));
+        assert!(!is_own(".a.json.doctor-tmp-0-3"));
+    }
+}
