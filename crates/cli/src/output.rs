@@ -97,7 +97,7 @@ impl RepairReport {
         RepairReport {
             schema_version: 1,
             dry_run: false,
-            sessions_dir: crate::absolute(sessions_dir),
+            sessions_dir: crate::repair::absolute(sessions_dir),
             run: RunId::new(now).0,
             plan: Plan::default(),
             outcomes: Vec::new(),

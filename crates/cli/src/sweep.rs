@@ -94,6 +94,7 @@ impl SweepError {
 }
 
 /// The default roots: `$GOTMPDIR` when set, and the OS temp dir.
+#[allow(clippy::disallowed_methods)] // the edge reads the environment
 pub fn default_build_roots() -> Vec<PathBuf> {
     let mut roots = Vec::new();
     if let Some(g) = std::env::var_os("GOTMPDIR").filter(|g| !g.is_empty()) {
@@ -105,6 +106,7 @@ pub fn default_build_roots() -> Vec<PathBuf> {
 
 /// Where build-dirs runs keep receipts and their lock: `$XDG_STATE_HOME/doctor`, else
 /// `~/.local/state/doctor`.
+#[allow(clippy::disallowed_methods)] // the edge reads the environment
 pub fn default_state_dir() -> Option<PathBuf> {
     let xdg = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)

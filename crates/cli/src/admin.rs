@@ -1,0 +1,70 @@
+//! Restoring a set-aside run and purging old ones.
+
+use exec::RunId;
+use fsroot::{Root, WritableRoot};
+
+use crate::repair::{absolute, open_error};
+use crate::{AdminReport, RepairOptions, RunError};
+
+/// Which set-aside command an [`AdminReport`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdminCommand {
+    /// `--restore`.
+    Restore,
+    /// `--purge-set-aside`.
+    Purge,
+}
+
+fn run_admin(
+    opts: &RepairOptions,
+    command: AdminCommand,
+    plan: impl Fn(&Root) -> Result<exec::admin::AdminPlan, exec::admin::AdminError>,
+) -> Result<AdminReport, RunError> {
+    let dir = &opts.sessions_dir;
+    let run = RunId::new(opts.clock.now());
+    if opts.dry_run {
+        let root = Root::open(dir).map_err(|e| open_error(dir, e))?;
+        let planned = plan(&root)?;
+        let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+        let mut report = AdminReport::new(command, absolute(dir), run, planned, None);
+        report.interrupted_writes = temps;
+        return Ok(report);
+    }
+    let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
+    let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
+        return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
+    };
+    let planned = plan(&root)?;
+    // A restore killed while it wrote a record left that write's temporary file: removed first,
+    // receipted, as a repair removes them.
+    let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+    let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
+    let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
+    let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
+    report.interrupted_writes = cleanup.removed;
+    report.records_failed |= cleanup.records_failed;
+    report.summary.errors.extend(cleanup.errors);
+    Ok(report)
+}
+
+/// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the
+/// manifest; sets aside the documents that run's recoveries wrote; receipted.
+pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, RunError> {
+    run_admin(opts, AdminCommand::Restore, |root| {
+        exec::admin::plan_restore(root, run, items)
+    })
+}
+
+/// `--purge-set-aside --older-than DUR [--force]`: deletes whole set-aside runs older than
+/// `older_than_secs` whose contents match their manifests (or all of them with `force`).
+pub fn purge(
+    opts: &RepairOptions,
+    older_than_secs: i64,
+    force: bool,
+) -> Result<AdminReport, RunError> {
+    let now = opts.clock.now();
+    run_admin(opts, AdminCommand::Purge, |root| {
+        exec::admin::plan_purge(root, older_than_secs, now, force)
+    })
+}

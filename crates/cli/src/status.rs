@@ -1,0 +1,118 @@
+//! `doctor` without a command: what a repair would do now, the last run, the set-aside runs.
+
+use std::path::Path;
+
+use exec::{LastRun, RunId};
+use fsroot::Root;
+use store::ids::SET_ASIDE_DIR;
+
+use crate::repair::{absolute, open_error};
+use crate::{RepairOptions, RepairReport, RunError, SetAsideRun, StatusReport};
+
+/// `doctor` without a command: what a repair would do now, the last summary, set-aside runs.
+pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
+    let config = opts.config();
+    let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
+    let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+    let pending = RepairReport::dry(
+        absolute(&opts.sessions_dir),
+        RunId::new(config.now),
+        planned,
+    );
+    let mut errors = Vec::new();
+    let last_path = Path::new(store::ids::LAST_RUN_PATH);
+    let last = match root.read_record(last_path) {
+        // The doctor's or the app's last.json.
+        Ok(b) => {
+            let last = LastRun::parse(&b);
+            if last.is_none() {
+                errors.push(format!(
+                    "{} is neither the doctor's nor the app's summary of a run: ignored",
+                    root.display_path(last_path).display()
+                ));
+            }
+            last
+        }
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            errors.push(e.to_string());
+            None
+        }
+    };
+    let mut runs = Vec::new();
+    match root.list(Path::new(SET_ASIDE_DIR)) {
+        Ok(entries) => {
+            for e in entries {
+                let name = e.name.to_string_lossy().into_owned();
+                let manifest = store::ids::manifest_path(&name);
+                let items = match root.read_record(Path::new(&manifest)) {
+                    Ok(b) => b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64,
+                    // A run directory without a manifest holds no recorded item.
+                    Err(e) if e.is_not_found() => 0,
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        0
+                    }
+                };
+                runs.push(SetAsideRun { run: name, items });
+            }
+        }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => errors.push(e.to_string()),
+    }
+    Ok(StatusReport {
+        schema_version: 1,
+        sessions_dir: pending.sessions_dir.clone(),
+        pending_actions: pending.plan.actions.len() as u64,
+        pending: pending.summary,
+        last,
+        set_aside_runs: runs,
+        errors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsroot::WritableRoot;
+
+    #[test]
+    fn status_reports_what_it_cannot_read_instead_of_hiding_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = WritableRoot::open(tmp.path()).unwrap();
+        let mut opts = RepairOptions::new(tmp.path());
+        opts.codewhale_home = None;
+
+        // Nothing there yet: no last run, no runs, nothing to report.
+        let clean = status(&opts).unwrap();
+        assert!(clean.last.is_none() && clean.set_aside_runs.is_empty());
+        assert_eq!(clean.errors, Vec::<String>::new());
+
+        // A last.json that is neither summary, and a run whose manifest cannot be read.
+        root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), b"[1, 2]")
+            .unwrap();
+        root.create_dir_all(Path::new(&store::ids::manifest_path(
+            "20261129T120000Z-a1b2c3",
+        )))
+        .unwrap();
+        root.create_dir_all(Path::new(".set-aside/20261129T130000Z-d4e5f6"))
+            .unwrap();
+        let report = status(&opts).unwrap();
+        assert!(report.last.is_none());
+        assert_eq!(report.set_aside_runs.len(), 2, "every run is listed");
+        assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+        assert!(
+            report.errors[0].contains(".reconcile/last.json")
+                && report.errors[0].contains("neither"),
+            "{}",
+            report.errors[0]
+        );
+        assert!(
+            report.errors[1].contains("20261129T120000Z-a1b2c3/MANIFEST.jsonl"),
+            "{}",
+            report.errors[1]
+        );
+        let human = report.render_human();
+        assert!(human.contains("error: "), "{human}");
+    }
+}
