@@ -14,6 +14,15 @@ mod status;
 pub mod sweep;
 
 pub use admin::{purge, restore, AdminCommand};
+pub use plan::OutcomeKind;
+
+/// What a host application needs to hold its own state while the doctor runs beside it: the
+/// store owner lock and the session live lease of the locking protocol, and the root they are
+/// taken in (see `examples/embed.rs`).
+pub mod host {
+    pub use fsroot::WritableRoot;
+    pub use store::host::{Acquired, LiveLease, StoreOwnerLock};
+}
 pub use error::RunError;
 pub use options::{default_codewhale_home, default_sessions_dir, RepairOptions};
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
