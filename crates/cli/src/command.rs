@@ -10,6 +10,8 @@ use clap::Parser;
 use store::{Clock, Timestamp};
 
 /// Repairs on-disk state that applications leave orphaned, without ever losing anything.
+// The flags' doc comments are `--help` text, written for a terminal, not rustdoc.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Parser)]
 #[command(name = "doctor", version, about)]
 #[command(group(clap::ArgGroup::new("checkable").args(["repair_sessions", "sweep_build_dirs"])))]

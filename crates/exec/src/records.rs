@@ -256,7 +256,7 @@ impl ReconcileSummary {
 }
 
 /// `S/.reconcile/last.json`: the summary of the last real run. A superset of the app's
-/// [`ReconcileSummary`] (its keys at the top level, so the app's `codewhale doctor` reads the
+/// `ReconcileSummary` (its keys at the top level, so the app's `codewhale doctor` reads the
 /// file as its own) plus the doctor's keys `schema_version`, `run`, `at` and `summary`.
 ///
 /// Read back, a file the app wrote has none of the doctor's keys: they are then `None`.
