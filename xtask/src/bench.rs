@@ -738,7 +738,7 @@ fn row(m: &Measured) -> String {
 pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     let o = Options::parse(args)?;
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "cli", "--bin", "doctor"])
+        .args(["build", "--release", "-p", "doctor", "--bin", "doctor"])
         .current_dir(root)
         .status()
         .map_err(fail)?;

@@ -3,8 +3,8 @@
 //! repair: the doctor leaves both alone, and repairs the rest.
 //!
 //! ```sh
-//! cargo run -p cli --example embed               # a fresh temporary store, repaired for real
-//! cargo run -p cli --example embed -- DIR        # a dry run on DIR (nothing is written to DIR
+//! cargo run --example embed               # a fresh temporary store, repaired for real
+//! cargo run --example embed -- DIR        # a dry run on DIR (nothing is written to DIR
 //!                                                # but the host's own lease and store lock)
 //! ```
 
@@ -30,7 +30,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Acquired::Owned(lease) = LiveLease::acquire(&sessions, SESSION)? else {
         return Err("another process has this session open".into());
     };
-    println!("host: owns {} and holds the lease of {}", store.store(), lease.id());
+    println!(
+        "host: owns {} and holds the lease of {}",
+        store.store(),
+        lease.id()
+    );
 
     let mut opts = doctor::RepairOptions::new(&dir);
     // A store the user named is only previewed; the temporary one is repaired for real.
