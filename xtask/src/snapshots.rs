@@ -290,6 +290,42 @@ mod tests {
         );
     }
 
+    /// Snapshots live in per-harness directories (`crates/cli/tests/it/snapshots/sessions/`,
+    /// `.../build-dirs/`, `.../demo/`): pending ones are found at any depth, and not under
+    /// `target/` or hidden directories.
+    #[test]
+    fn pending_snapshots_are_found_in_nested_directories() {
+        let root = std::env::temp_dir().join(format!("xtask-snapshots-{}", std::process::id()));
+        let snaps = root.join("crates/cli/tests/it/snapshots");
+        for (dir, name) in [
+            ("sessions", "r1_bom.snap.new"),
+            ("build-dirs", "b1_spares_fresh.snap.new"),
+            ("demo", "dry_run.snap.new"),
+            ("sessions", "r1_torn.snap"),
+        ] {
+            std::fs::create_dir_all(snaps.join(dir)).unwrap();
+            std::fs::write(snaps.join(dir).join(name), "x\n").unwrap();
+        }
+        for skipped in ["target/debug", ".git"] {
+            std::fs::create_dir_all(root.join(skipped)).unwrap();
+            std::fs::write(root.join(skipped).join("x.snap.new"), "x\n").unwrap();
+        }
+        let found: Vec<PathBuf> = find_pending(&root)
+            .iter()
+            .map(|p| p.strip_prefix(&snaps).unwrap().to_path_buf())
+            .collect();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            found,
+            [
+                "build-dirs/b1_spares_fresh.snap.new",
+                "demo/dry_run.snap.new",
+                "sessions/r1_bom.snap.new",
+            ]
+            .map(PathBuf::from)
+        );
+    }
+
     #[test]
     fn flags_parse() {
         let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -6,26 +6,25 @@
 //! one, a shell holding a file open, a process with a path in its environment or argv, a binary
 //! run from inside one). Every entry of the root is three hours old unless the case says
 //! otherwise. Each case is swept through the library as a dry run, a real run, then a second
-//! dry run; the snapshot (`snapshots/<case>.snap`) shows the dry-run report and plan, the real
-//! run, the tree after it, the receipts, and the second plan. The test also asserts what a
-//! snapshot cannot: the dry run planned exactly what the real run applied, every action was
-//! applied, exactly the expected directories were reclaimed and nothing else changed (nothing
-//! outside the root either), and the second plan is empty.
+//! dry run; the snapshot (`snapshots/build-dirs/<case>.snap`) shows the dry-run report and
+//! plan, the real run, the tree after it, the receipts, and the second plan. The test also
+//! asserts what a snapshot cannot: the dry run planned exactly what the real run applied, every
+//! action was applied, exactly the expected directories were reclaimed and nothing else changed
+//! (nothing outside the root either), and the second plan is empty.
 //!
 //! The other tests cover the binary: the JSON output and receipts against their schemas, exit
 //! codes (2, 3, 75, 1 when `/proc` is unusable), the bound, and a deletion killed halfway that
 //! the next run finishes.
 
-mod common;
-
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{copy_tree, fixtures_dir, records, sha256_hex, tree, Holder, Node, Redactions, Tree};
+use crate::common::{
+    copy_tree, fixtures_dir, records, sha256_hex, tree, Doctor, Holder, Node, Redactions, Tree,
+};
 use doctor::sweep::{sweep_build_dirs, SweepError, SweepOptions, SweepReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
@@ -386,6 +385,7 @@ fn run_case(name: &str, dir: &Path) -> Option<()> {
     writeln!(snap, "{}", red.apply(&pretty(&second.plan))).unwrap();
 
     let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/build-dirs");
     settings.set_prepend_module_to_snapshot(false);
     settings.set_description(case.description.clone());
     settings.set_omit_expression(true);
@@ -492,29 +492,13 @@ fn leaked_root(n: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
     (tmp, root, state)
 }
 
-fn doctor(args: &[&str], state: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
-    cmd.arg("--sweep-build-dirs")
+/// `doctor --sweep-build-dirs <args>`, its state under `state` (`XDG_STATE_HOME`), on the
+/// system clock.
+fn doctor(args: &[&str], state: &Path) -> Doctor {
+    Doctor::new()
+        .arg("--sweep-build-dirs")
         .args(args)
         .env("XDG_STATE_HOME", state)
-        .env_remove("DOCTOR_NOW")
-        .env_remove("DOCTOR_FAULT_AT");
-    cmd
-}
-
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(cmd: &mut Command) -> Ran {
-    let out = cmd.output().expect("run doctor");
-    Ran {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
 }
 
 fn schema(name: &str) -> jsonschema::Validator {
@@ -549,11 +533,8 @@ fn assert_valid(name: &str, instance: &Value) {
 fn json_output_and_receipts_follow_their_schemas_and_the_dry_run_is_the_plan() {
     let (_tmp, root, state) = leaked_root(2);
     let root_arg = root.to_str().unwrap();
-    let dry = run(&mut doctor(
-        &["--root", root_arg, "--dry-run", "--json"],
-        &state,
-    ));
-    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let dry = doctor(&["--root", root_arg, "--dry-run", "--json"], &state).run();
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
     let dry: Value = serde_json::from_str(&dry.stdout).expect("one JSON document on stdout");
     assert_valid("sweep-output", &dry);
     assert_eq!(dry["plan"]["actions"].as_array().unwrap().len(), 2);
@@ -588,8 +569,8 @@ fn json_output_and_receipts_follow_their_schemas_and_the_dry_run_is_the_plan() {
         v["summary"].as_object_mut().unwrap().remove("bytes_freed");
     });
 
-    let real = run(&mut doctor(&["--root", root_arg, "--json"], &state));
-    assert_eq!(real.code, 0, "{}", real.stderr);
+    let real = doctor(&["--root", root_arg, "--json"], &state).run();
+    assert_eq!(real.code, Some(0), "{}", real.stderr);
     let real: Value = serde_json::from_str(&real.stdout).unwrap();
     assert_valid("sweep-output", &real);
     let strip = |v: &Value| {
@@ -634,42 +615,44 @@ fn json_output_and_receipts_follow_their_schemas_and_the_dry_run_is_the_plan() {
 fn exit_codes() {
     let (_tmp, root, state) = leaked_root(1);
     let root_arg = root.to_str().unwrap();
-    let check = run(&mut doctor(&["--root", root_arg, "--check"], &state));
+    let check = doctor(&["--root", root_arg, "--check"], &state).run();
     assert_eq!(
-        check.code, 3,
+        check.code,
+        Some(3),
         "--check with pending actions: {}",
         check.stderr
     );
     assert!(check.stdout.contains("would reclaim"), "{}", check.stdout);
     assert!(root.join("go-build3000").exists(), "--check writes nothing");
 
-    let missing = run(&mut doctor(&["--root", "/nonexistent/doctor-root"], &state));
-    assert_eq!(missing.code, 2);
+    let missing = doctor(&["--root", "/nonexistent/doctor-root"], &state).run();
+    assert_eq!(missing.code, Some(2));
     assert!(
         missing.stderr.contains("/nonexistent/doctor-root"),
         "{}",
         missing.stderr
     );
-    let bad = run(&mut doctor(&["--min-age", "soon"], &state));
-    assert_eq!(bad.code, 2, "a bad duration is a usage error");
-    let both = run(&mut doctor(&["--repair-sessions"], &state));
-    assert_eq!(both.code, 2, "one command at a time");
+    let bad = doctor(&["--min-age", "soon"], &state).run();
+    assert_eq!(bad.code, Some(2), "a bad duration is a usage error");
+    let both = doctor(&["--repair-sessions"], &state).run();
+    assert_eq!(both.code, Some(2), "one command at a time");
 
     // Another sweep holds the lock: nothing is written, one line, 75.
     std::fs::create_dir_all(state.join("doctor")).unwrap();
     let holder = Holder::spawn(&[state.join("doctor").join(doctor::sweep::LOCK_FILE)]);
-    let busy = run(&mut doctor(&["--root", root_arg], &state));
-    assert_eq!(busy.code, 75, "{}", busy.stderr);
+    let busy = doctor(&["--root", root_arg], &state).run();
+    assert_eq!(busy.code, Some(75), "{}", busy.stderr);
     assert_eq!(busy.stderr.lines().count(), 1, "{}", busy.stderr);
     assert!(root.join("go-build3000").exists());
     drop(holder);
 
-    let done = run(&mut doctor(&["--root", root_arg], &state));
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    let done = doctor(&["--root", root_arg], &state).run();
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(!root.join("go-build3000").exists());
-    let again = run(&mut doctor(&["--root", root_arg, "--check"], &state));
+    let again = doctor(&["--root", root_arg, "--check"], &state).run();
     assert_eq!(
-        again.code, 0,
+        again.code,
+        Some(0),
         "nothing pending after a run: {}",
         again.stdout
     );
@@ -708,22 +691,20 @@ fn an_unusable_proc_reclaims_nothing_and_fails() {
 fn the_bound_defers_the_rest_to_the_next_run() {
     let (_tmp, root, state) = leaked_root(3);
     let root_arg = root.to_str().unwrap();
-    let first = run(&mut doctor(
+    let first = doctor(
         &["--root", root_arg, "--max-actions", "1", "--json"],
         &state,
-    ));
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    )
+    .run();
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
     let first: Value = serde_json::from_str(&first.stdout).unwrap();
     assert_eq!(first["plan"]["deferred"], 2);
     assert_eq!(first["summary"]["limit_reached"], true);
     assert_eq!(first["summary"]["dirs_reclaimed"], 1);
     assert!(!root.join("go-build3000").exists(), "plan order: by path");
     assert!(root.join("go-build3001").exists() && root.join("go-build3002").exists());
-    let second = run(&mut doctor(
-        &["--root", root_arg, "--max-actions", "5"],
-        &state,
-    ));
-    assert_eq!(second.code, 0);
+    let second = doctor(&["--root", root_arg, "--max-actions", "5"], &state).run();
+    assert_eq!(second.code, Some(0));
     assert!(!root.join("go-build3001").exists() && !root.join("go-build3002").exists());
     assert!(root.join("marker").exists());
 }
@@ -742,22 +723,14 @@ fn a_deletion_killed_halfway_is_finished_by_the_next_run() {
     // 6-8 b001 (two files, then the directory), 9 the first file of b002. Stop before 9: b001
     // is gone, so the tree's own mtime is now fresh.
     std::fs::create_dir_all(state.join("doctor").join(exec::PENDING_DIR)).unwrap();
-    let mut child = doctor(&["--root", root.to_str().unwrap()], &state)
-        .env("DOCTOR_FAULT_AT", "9")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let said = doctor(&["--root", root.to_str().unwrap()], &state)
+        .killed_at("9")
+        .expect("the run stops at mutation 9");
+    let line = said.lines().next().unwrap_or_default();
     assert!(
         line.contains("fault point: stopped before mutation 9 (delete"),
-        "{line}"
+        "{said}"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
     assert!(
         !dir.join("b001").exists(),
         "b001 was deleted before the kill"
@@ -775,20 +748,14 @@ fn a_deletion_killed_halfway_is_finished_by_the_next_run() {
     assert!(!receipts.exists(), "the killed run receipted nothing");
 
     // The next run, with the default --min-age 30m, still finishes it.
-    let dry = run(&mut doctor(
-        &["--root", root.to_str().unwrap(), "--dry-run"],
-        &state,
-    ));
+    let dry = doctor(&["--root", root.to_str().unwrap(), "--dry-run"], &state).run();
     assert!(
         dry.stdout.contains("would reclaim") && dry.stdout.contains("finishing the deletion run"),
         "{}",
         dry.stdout
     );
-    let next = run(&mut doctor(
-        &["--root", root.to_str().unwrap(), "--json"],
-        &state,
-    ));
-    assert_eq!(next.code, 0, "{}", next.stderr);
+    let next = doctor(&["--root", root.to_str().unwrap(), "--json"], &state).run();
+    assert_eq!(next.code, Some(0), "{}", next.stderr);
     assert!(!dir.exists(), "the next run finished the deletion");
     let receipt: Value =
         serde_json::from_str(std::fs::read_to_string(&receipts).unwrap().trim()).unwrap();
@@ -814,8 +781,8 @@ fn a_live_child_process_spares_its_directory_through_the_binary() {
             .arg("60")
             .current_dir(root.join("go-build3001/b001")),
     );
-    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = doctor(&["--root", root.to_str().unwrap()], &state).run();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(!root.join("go-build3000").exists());
     assert!(
         root.join("go-build3001/b001/_pkg_.a").exists(),
@@ -831,8 +798,8 @@ fn a_live_child_process_spares_its_directory_through_the_binary() {
         out.stdout
     );
     drop(live);
-    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
-    assert_eq!(out.code, 0);
+    let out = doctor(&["--root", root.to_str().unwrap()], &state).run();
+    assert_eq!(out.code, Some(0));
     assert!(
         !root.join("go-build3001").exists(),
         "reclaimed once its process is gone"
@@ -863,17 +830,13 @@ fn leaked_with_sibling() -> (tempfile::TempDir, PathBuf, PathBuf, Tree) {
 fn a_sweep_never_follows_a_directory_swapped_for_a_symlink() {
     let (_tmp, root, state, other_before) = leaked_with_sibling();
     let dir = root.join("go-build3000");
-    let cmd = doctor(&["--root", root.to_str().unwrap()], &state);
-    let done = common::run_paused(
-        cmd,
-        vec![(
-            "delete go-build3000/b001/_pkg_.a",
-            Box::new(|| {
-                std::fs::rename(dir.join("b002"), root.join("b002.moved")).unwrap();
-                std::os::unix::fs::symlink("../other", dir.join("b002")).unwrap();
-            }),
-        )],
-    );
+    let done = doctor(&["--root", root.to_str().unwrap()], &state).run_paused(vec![(
+        "delete go-build3000/b001/_pkg_.a",
+        Box::new(|| {
+            std::fs::rename(dir.join("b002"), root.join("b002.moved")).unwrap();
+            std::os::unix::fs::symlink("../other", dir.join("b002")).unwrap();
+        }),
+    )]);
     assert!(done.code.is_some(), "{}", done.stderr);
     assert_eq!(
         tree(&root.join("other")),
@@ -918,7 +881,7 @@ fn a_sweep_never_crosses_a_bind_mount_inside_a_work_directory() {
         &root.join("go-build3000"),
         SystemTime::now() - Duration::from_secs(3 * 3600),
     );
-    let out = run(&mut doctor(&["--root", root.to_str().unwrap()], &state));
+    let out = doctor(&["--root", root.to_str().unwrap()], &state).run();
     assert_eq!(tree(&root.join("other")), other_before, "{}", out.stdout);
     assert!(
         format!("{}{}", out.stdout, out.stderr).contains("mount point"),

@@ -4,12 +4,9 @@
 //! gets an empty `$CODEWHALE_HOME`, so no test reads the real `~/.codewhale` (its task threads and
 //! automations would change what the doctor keeps).
 
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use common::{copy_tree, fixtures_dir, mtimes, tree, Holder};
+use crate::common::{copy_tree, fixtures_dir, mtimes, tree, Doctor, Holder, Ran};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -25,34 +22,20 @@ fn demo_copy() -> (tempfile::TempDir, PathBuf) {
     (tmp, s)
 }
 
-/// `doctor` with the fixed clock and an empty `$CODEWHALE_HOME`.
-fn doctor_command() -> (Command, tempfile::TempDir) {
+/// Runs `doctor <args>` with the fixed clock and an empty `$CODEWHALE_HOME`.
+fn doctor_with(args: &[&str]) -> Ran {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
-    cmd.env("DOCTOR_NOW", NOW)
+    Doctor::new()
+        .args(args)
+        .now(NOW)
         .env("CODEWHALE_HOME", home.path())
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG");
-    (cmd, home)
+        .run()
 }
 
 /// Runs `doctor --repair-sessions --sessions-dir <s> <args>`.
-fn doctor(s: &Path, args: &[&str]) -> Output {
-    let (mut cmd, _home) = doctor_command();
-    cmd.arg("--repair-sessions")
-        .arg("--sessions-dir")
-        .arg(s)
-        .args(args)
-        .output()
-        .expect("run doctor")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("doctor exited by a signal")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("doctor prints UTF-8")
+fn doctor(s: &Path, args: &[&str]) -> Ran {
+    let s = s.to_str().unwrap();
+    doctor_with(&[&["--repair-sessions", "--sessions-dir", s], args].concat())
 }
 
 #[test]
@@ -62,24 +45,27 @@ fn dry_run_then_repair_then_check() {
     let dry = doctor(&s, &["--dry-run"]);
     let shown = format!(
         "exit code: {}\n--- stdout ---\n{}--- stderr ---\n{}",
-        code(&dry),
-        text(&dry.stdout),
-        text(&dry.stderr)
+        dry.exit_code(),
+        dry.stdout,
+        dry.stderr
     )
     .replace(&s.to_string_lossy().into_owned(), "[TMP]");
-    insta::assert_snapshot!("dry_run", shown);
-    assert_eq!(code(&dry), 0);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/demo");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("dry_run", shown));
+    assert_eq!(dry.exit_code(), 0);
 
     let check = doctor(&s, &["--dry-run", "--check"]);
     assert_eq!(
-        code(&check),
+        check.exit_code(),
         3,
         "--check on the unrepaired demo store must report pending actions"
     );
 
     let real = doctor(&s, &[]);
-    assert_eq!(code(&real), 0, "stderr: {}", text(&real.stderr));
-    let stdout = text(&real.stdout);
+    assert_eq!(real.exit_code(), 0, "stderr: {}", real.stderr);
+    let stdout = real.stdout;
     assert!(
         stdout.contains("Sessions repaired: 2 recovered, 1 threads re-linked, 4 unused items set aside → .set-aside/"),
         "{stdout}"
@@ -87,10 +73,10 @@ fn dry_run_then_repair_then_check() {
 
     let check = doctor(&s, &["--dry-run", "--check"]);
     assert_eq!(
-        code(&check),
+        check.exit_code(),
         0,
         "after a repair, --check must find nothing: {}",
-        text(&check.stdout)
+        check.stdout
     );
 }
 
@@ -99,7 +85,7 @@ fn check_on_a_fresh_copy_exits_3_and_writes_nothing() {
     let (_tmp, s) = demo_copy();
     let before = tree(&s);
     let check = doctor(&s, &["--dry-run", "--check"]);
-    assert_eq!(code(&check), 3, "stdout: {}", text(&check.stdout));
+    assert_eq!(check.exit_code(), 3, "stdout: {}", check.stdout);
     assert_eq!(tree(&s), before, "--check wrote to the store");
 }
 
@@ -120,14 +106,13 @@ fn dry_run_on_the_demo_store_itself_changes_nothing() {
     ] {
         let out = doctor(&demo, args);
         assert!(
-            matches!(code(&out), 0 | 3),
+            matches!(out.exit_code(), 0 | 3),
             "doctor {args:?} failed: {}",
-            text(&out.stderr)
+            out.stderr
         );
     }
-    let (mut cmd, _home) = doctor_command();
-    let status = cmd.arg("--sessions-dir").arg(&demo).output().unwrap();
-    assert_eq!(code(&status), 0, "{}", text(&status.stderr));
+    let status = doctor_with(&["--sessions-dir", demo.to_str().unwrap()]);
+    assert_eq!(status.exit_code(), 0, "{}", status.stderr);
 
     assert_eq!(
         tree(&demo),
@@ -150,8 +135,8 @@ fn a_concurrent_run_exits_75_and_writes_nothing() {
 
     for args in [&[][..], &["--json"]] {
         let out = doctor(&s, args);
-        assert_eq!(code(&out), 75, "doctor {args:?}: {}", text(&out.stderr));
-        let stderr = text(&out.stderr);
+        assert_eq!(out.exit_code(), 75, "doctor {args:?}: {}", out.stderr);
+        let stderr = &out.stderr;
         assert_eq!(
             stderr.lines().count(),
             1,
@@ -160,7 +145,7 @@ fn a_concurrent_run_exits_75_and_writes_nothing() {
         assert!(stderr.contains("another doctor run"), "{stderr}");
         assert!(stderr.contains(".reconcile.lock"), "{stderr}");
         if args.contains(&"--json") {
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            let v: serde_json::Value = serde_json::from_str(&out.stdout)
                 .expect("--json prints one JSON document even when busy");
             assert_eq!(v["summary"]["skipped_concurrent"], true);
             assert!(v["plan"]["actions"].as_array().unwrap().is_empty());

@@ -3,8 +3,9 @@
 //! one process, on runs that succeed and runs that fail, and the set of open file descriptors of
 //! the process (`/proc/self/fd`) must be the same before and after.
 //!
-//! This file holds a single test on purpose: the tests of one binary run as threads of one
-//! process, and any other test would open and close descriptors while this one counts.
+//! The tests of one binary run as threads of one process, and any other test would open and
+//! close descriptors while this one counts: the test runs its count in a process of its own (this
+//! test binary again, filtered to this one test, `DOCTOR_FD_LEAK_ALONE` set).
 //!
 //! The failing runs: S missing; S a regular file; S mode 000 (tests run as root, where mode 000
 //! does not stop reads: the run succeeds, and still must not leak); `.reconcile.lock` held by
@@ -14,19 +15,16 @@
 //! directory; a fifo in place of a store; a saved plan whose precondition no longer holds; plan
 //! files that are missing, not JSON, or name a missing S.
 
-mod common;
-mod stores;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use common::Holder;
+use crate::common::Holder;
+use crate::stores::{rich_store, write, NOW, RICH_ACTIONS};
 use doctor::{RepairOptions, RunError};
 use plan::OutcomeKind;
 use store::{Clock, Timestamp};
-use stores::{rich_store, write, NOW, RICH_ACTIONS};
 
 fn clock() -> Clock {
     Clock::Fixed(Timestamp::parse(NOW).unwrap())
@@ -301,8 +299,39 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
     }
 }
 
+/// Set in the process that runs [`a_hundred_runs_that_succeed_and_fail_leave_no_descriptor_open`]
+/// alone.
+const ALONE: &str = "DOCTOR_FD_LEAK_ALONE";
+
+/// Runs the test `name` of this module in a process of its own: this test binary again, with
+/// [`ALONE`] set, one test thread and a filter that matches that one test exactly. Fails when
+/// it fails, or when it did not run.
+fn run_alone(name: &str) {
+    let name = format!("{}::{name}", module_path!().split_once("::").unwrap().1);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+        .env(ALONE, "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    assert!(
+        out.status.success(),
+        "{name}, run alone, failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "{name}, run alone, did not run:\n{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn a_hundred_runs_that_succeed_and_fail_leave_no_descriptor_open() {
+    if std::env::var_os(ALONE).is_none() {
+        return run_alone("a_hundred_runs_that_succeed_and_fail_leave_no_descriptor_open");
+    }
     let chattr_works = {
         let tmp = tempfile::tempdir().unwrap();
         let probe = tmp.path().join("probe");

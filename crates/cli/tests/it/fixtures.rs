@@ -1,4 +1,5 @@
-//! The fixture stores of `fixtures/sessions/<case>/`, one snapshot each (`snapshots/<case>.snap`).
+//! The fixture stores of `fixtures/sessions/<case>/`, one snapshot each
+//! (`snapshots/sessions/<case>.snap`).
 //!
 //! A case is a store (`store/`, copied to a temp dir as S), an optional `$CODEWHALE_HOME`
 //! (`home/`, copied beside it; without one every run gets an empty home, so no test reads the
@@ -29,16 +30,14 @@
 //! finds nothing the second time). A case whose rules converge over two runs by design
 //! (`second_run_acts`) gets a second real run and a third dry run, which must be empty.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::{
-    assert_nothing_lost, copy_tree, fixtures_dir, records_text, sha256_hex, tree, Holder, Node,
-    Redactions, Tree,
+use crate::common::{
+    assert_nothing_lost, copy_tree, fixtures_dir, records_text, sha256_hex, tree, Holder, Kept,
+    Node, Redactions, Tree,
 };
 use doctor::{RepairOptions, RepairReport};
 use plan::OutcomeKind;
@@ -569,6 +568,7 @@ fn run_case(name: &str, dir: &Path) {
     }
 
     let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/sessions");
     settings.set_prepend_module_to_snapshot(false);
     settings.set_description(case.description.clone());
     settings.set_omit_expression(true);
@@ -585,7 +585,11 @@ fn run_case(name: &str, dir: &Path) {
         }
     }
     assert_applied(&case, &real);
-    assert_nothing_lost(&before, &after_real, &real.run);
+    assert_nothing_lost(
+        &before,
+        &after_real,
+        Kept::in_run(&real.run).empty_dirs_may_go(),
+    );
     match &again {
         None => {
             assert!(
@@ -611,7 +615,11 @@ fn run_case(name: &str, dir: &Path) {
                 .filter(|(p, _)| !p.starts_with(".reconcile") && !p.starts_with(".reconcile.lock"))
                 .map(|(p, n)| (p.clone(), n.clone()))
                 .collect();
-            assert_nothing_lost(&data, after_real2, &real2.run);
+            assert_nothing_lost(
+                &data,
+                after_real2,
+                Kept::in_run(&real2.run).empty_dirs_may_go(),
+            );
             assert!(
                 third.plan.actions.is_empty(),
                 "a third run must find nothing to do, but plans {:#?}",

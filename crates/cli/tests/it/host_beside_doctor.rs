@@ -14,33 +14,23 @@
 //!
 //! `DOCTOR_HOST_SECONDS` shortens or lengthens the simulation (default 30).
 
-mod common;
-mod stores;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{sha256_hex, Holder};
+use crate::common::{sha256_hex, Doctor, Holder, Ran};
+use crate::stores;
 use serde_json::Value;
 
 const SEED: u64 = 11;
 
-fn doctor(args: &[&str], s: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args(args)
-        .arg("--sessions-dir")
-        .arg(s)
-        .env_remove("DOCTOR_NOW")
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .env_remove("DOCTOR_FAULT_AT")
-        .output()
-        .expect("run doctor")
+/// `doctor <args> --sessions-dir <s>` on the system clock.
+fn doctor(args: &[&str], s: &Path) -> Ran {
+    Doctor::new().args(args).sessions_dir(s).run()
 }
 
 /// What one doctor loop saw.
@@ -63,15 +53,12 @@ fn doctor_loop(s: PathBuf, stop: Arc<AtomicBool>, runs: Arc<Mutex<Runs>>, offset
         let out = doctor(args, &s);
         // A short pause, so the two loops do not spend the host's whole time slice.
         std::thread::sleep(Duration::from_millis(5));
-        let code = out.status.code().unwrap_or(-1);
+        let code = out.exit_code();
         let mut r = runs.lock().unwrap();
         *r.codes.entry(code).or_default() += 1;
         if code != 0 && code != 75 {
-            r.unexpected.push(format!(
-                "doctor {args:?} exited {code}:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            r.unexpected
+                .push(format!("doctor {args:?} exited {code}:\n{}", out.said()));
         }
     }
 }
@@ -230,14 +217,8 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
 
     // Two more runs with the host gone: the first finishes the repairs, the second plans nothing.
     let last = doctor(&["--repair-sessions", "--json"], &s);
-    assert_eq!(
-        last.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&last.stderr)
-    );
-    let converged = doctor(&["--repair-sessions", "--dry-run", "--json"], &s);
-    let converged: Value = serde_json::from_slice(&converged.stdout).unwrap();
+    assert_eq!(last.code, Some(0), "{}", last.stderr);
+    let converged = doctor(&["--repair-sessions", "--dry-run", "--json"], &s).json();
     assert_eq!(
         converged["plan"]["actions"].as_array().unwrap().len(),
         0,
@@ -388,19 +369,14 @@ fn the_doctor_never_removes_a_temporary_file_of_a_held_store() {
     std::fs::write(&at_top, b"{\"half\":").unwrap();
 
     let out = doctor(&["--repair-sessions", "--json"], &s);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     let still_there = (in_store.exists(), at_top.exists());
     drop(host);
     assert_eq!(
         still_there,
         (true, true),
         "the doctor removed a held store's or a live session's temporary file: {}",
-        String::from_utf8_lossy(&out.stdout)
+        out.stdout
     );
 }
 

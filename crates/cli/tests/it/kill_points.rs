@@ -11,24 +11,19 @@
 //! it (store-format.md, Version 2), so end states are comparable byte for byte only at the same
 //! place.
 
-mod common;
-
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use common::{demo_with_old_artifacts, sha256_hex, tree, Node, Tree};
+use crate::common::{
+    self, assert_nothing_lost, demo_with_old_artifacts, is_doctor_own, sha256_hex, tree, user_tree,
+    Doctor, Kept, Node, Tree,
+};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
-fn doctor(s: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_doctor"));
-    c.arg("--sessions-dir")
-        .arg(s)
-        .env("DOCTOR_NOW", NOW)
-        .env_remove("DOCTOR_FAULT_AT");
-    c
+/// `doctor --sessions-dir <s>` at [`NOW`].
+fn doctor(s: &Path) -> Doctor {
+    Doctor::new().sessions_dir(s).now(NOW)
 }
 
 /// Runs a repair with the fault hook at `spec`; kills it with SIGKILL when it stops there.
@@ -40,24 +35,7 @@ fn repair_killed_at(s: &Path, spec: &str) -> bool {
 /// Runs the doctor with `args` and the fault hook at `spec`; kills it with SIGKILL when it
 /// stops there. Returns whether it was killed (false: it finished, successfully).
 fn killed_at(s: &Path, args: &[&str], spec: &str) -> bool {
-    let mut child = doctor(s)
-        .args(args)
-        .env("DOCTOR_FAULT_AT", spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    for line in stderr.lines() {
-        if line.unwrap().contains("fault point: stopped") {
-            child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
-            return true;
-        }
-    }
-    let status = child.wait().unwrap();
-    assert!(status.success(), "an unfaulted run must succeed: {status}");
-    false
+    doctor(s).args(args).killed_at(spec).is_some()
 }
 
 /// Why each set-aside run that does not match its manifest is refused by a purge.
@@ -70,10 +48,9 @@ fn runs_not_matching_their_manifests(s: &Path) -> Vec<String> {
             "--dry-run",
             "--json",
         ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    let v = out.json();
     v["skipped"]
         .as_array()
         .unwrap()
@@ -92,34 +69,15 @@ fn fresh_copy(pristine: &Path, s: &Path) {
 }
 
 fn complete_repair(s: &Path) {
-    let out = doctor(s).arg("--repair-sessions").output().unwrap();
-    assert!(
-        out.status.success(),
-        "rerun failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = doctor(s).arg("--repair-sessions").run();
+    assert_eq!(out.code, Some(0), "rerun failed: {}", out.stderr);
 }
 
 fn plans_nothing(s: &Path) -> bool {
     let out = doctor(s)
         .args(["--repair-sessions", "--dry-run", "--check"])
-        .output()
-        .unwrap();
-    out.status.code() == Some(0)
-}
-
-fn is_doctor_own(p: &Path) -> bool {
-    let s = p.to_string_lossy();
-    s.starts_with(".reconcile")
-        || s.starts_with(".set-aside")
-        || s.ends_with("session-unbind-receipts.jsonl")
-}
-
-fn user_tree(s: &Path) -> Tree {
-    tree(s)
-        .into_iter()
-        .filter(|(p, _)| !is_doctor_own(p))
-        .collect()
+        .run();
+    out.code == Some(0)
 }
 
 /// Every file under `.set-aside/<any run>/`, as (path relative to S, content hash), manifests
@@ -142,29 +100,6 @@ fn set_aside_files(s: &Path) -> BTreeSet<(PathBuf, String)> {
     out
 }
 
-/// The SHA-256s of earlier record versions named by manifest lines and receipts.
-fn recorded_hashes(s: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for (p, node) in tree(s) {
-        let name = p.to_string_lossy();
-        if !(name.ends_with(".jsonl") && is_doctor_own(&p)) {
-            continue;
-        }
-        let Node::File(b) = node else { continue };
-        for line in String::from_utf8_lossy(&b).lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            for k in ["sha256", "previous_sha256"] {
-                if let Some(h) = v.get(k).and_then(|h| h.as_str()) {
-                    out.insert(h.to_owned());
-                }
-            }
-        }
-    }
-    out
-}
-
 /// The paths whose entries differ between two trees.
 fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
     let mut paths: BTreeSet<&PathBuf> = a.keys().collect();
@@ -174,28 +109,6 @@ fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
         .filter(|p| a.get(*p) != b.get(*p))
         .cloned()
         .collect()
-}
-
-#[track_caller]
-fn assert_nothing_lost(before: &Tree, s: &Path, point: &str) {
-    let after = tree(s);
-    let aside = set_aside_files(s);
-    let hashes = recorded_hashes(s);
-    for (path, node) in before {
-        let Node::File(bytes) = node else { continue };
-        if after.get(path) == Some(node) {
-            continue;
-        }
-        let h = sha256_hex(bytes);
-        let kept_aside = aside.contains(&(path.clone(), h.clone()));
-        let rewritten_with_receipt =
-            path.to_string_lossy().contains("/threads/") && hashes.contains(&h);
-        assert!(
-            kept_aside || rewritten_with_receipt,
-            "{point}: {} was lost (not at its path, not set aside, not a receipted rewrite)",
-            path.display()
-        );
-    }
 }
 
 /// The demo store with live leases: free lease files for sessions the repair acts on (every
@@ -257,9 +170,15 @@ fn every_kill_point_converges_and_loses_nothing() {
                 repair_killed_at(&s, &spec),
                 "kill point {spec} was not reached"
             );
-            assert_nothing_lost(&before, &s, &format!("right after the kill at {spec}"));
+            // Every file is at its path, or at its mirrored path in a set-aside run, or (a
+            // thread record) rewritten with the SHA-256 of its earlier bytes recorded in a
+            // manifest line or receipt.
+            let kept = Kept::in_any_run().files_only().or_receipted_rewrite();
+            let point = format!("right after the kill at {spec}");
+            assert_nothing_lost(&before, &tree(&s), kept.when(&point));
             complete_repair(&s);
-            assert_nothing_lost(&before, &s, &format!("after the rerun of {spec}"));
+            let point = format!("after the rerun of {spec}");
+            assert_nothing_lost(&before, &tree(&s), kept.when(&point));
             let differing = tree_difference(&user_tree(&s), &want_user);
             assert!(
                 differing.is_empty(),
@@ -322,16 +241,9 @@ fn restore_killed_at(s: &Path, run: &str, spec: &str) -> bool {
 }
 
 fn complete_restore(s: &Path, run: &str) -> serde_json::Value {
-    let out = doctor(s)
-        .args(["--restore", run, "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "restore failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let out = doctor(s).args(["--restore", run, "--json"]).run();
+    assert_eq!(out.code, Some(0), "restore failed: {}", out.stderr);
+    out.json()
 }
 
 /// A restore (every kind of item: documents, an artifact directory, runtime stores by the
@@ -423,12 +335,11 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
     assert!(what.starts_with("sync directory .set-aside/"), "{what}");
 
     fresh_copy(&pristine, &s);
-    let out = doctor(&s)
+    let report = doctor(&s)
         .args(["--repair-sessions", "--json"])
         .env("DOCTOR_FAULT_AT", format!("{n}:fail"))
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run()
+        .json();
     let seq = report["plan"]["actions"]
         .as_array()
         .unwrap()

@@ -3,16 +3,14 @@
 //! nothing): held stores and live sessions are never touched, and the race points of the
 //! store move never produce two owners.
 
-mod stores;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use crate::stores::{self, empty_store};
 use doctor::RepairOptions;
 use fsroot::{LockProbe, TryLock, WritableRoot};
 use store::{Clock, Timestamp};
-use stores::empty_store;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 

@@ -1,41 +1,31 @@
 //! Progress appears on stderr only when stderr is a terminal: under a pseudo-terminal (util-linux
 //! `script`) the spinner is drawn; with stderr piped, stderr stays empty.
 
-mod common;
-
-use std::process::Command;
-
-use common::{copy_tree, fixtures_dir};
+use crate::common::{copy_tree, fixtures_dir, Doctor};
 
 #[test]
 fn spinner_only_on_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
     copy_tree(&fixtures_dir().join("demo"), &s);
-    let doctor = env!("CARGO_BIN_EXE_doctor");
-    let cmd = format!(
-        "{doctor} --repair-sessions --dry-run --sessions-dir {}",
-        s.display()
-    );
+    let dry_run = || {
+        Doctor::new()
+            .args(["--repair-sessions", "--dry-run"])
+            .sessions_dir(&s)
+    };
 
-    let piped = Command::new(doctor)
-        .args(["--repair-sessions", "--dry-run", "--sessions-dir"])
-        .arg(&s)
-        .output()
-        .unwrap();
-    assert!(piped.status.success());
+    let piped = dry_run().run();
+    assert_eq!(piped.code, Some(0), "{}", piped.said());
     assert!(
         piped.stderr.is_empty(),
         "no progress into a pipe: {:?}",
-        String::from_utf8_lossy(&piped.stderr)
+        piped.stderr
     );
 
-    let tty = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .output()
-        .expect("util-linux `script` runs the command under a pseudo-terminal");
-    assert!(tty.status.success());
-    let shown = String::from_utf8_lossy(&tty.stdout);
+    // util-linux `script` runs the command under a pseudo-terminal.
+    let tty = dry_run().on_a_terminal().run();
+    assert_eq!(tty.code, Some(0), "{}", tty.said());
+    let shown = &tty.stdout;
     assert!(
         shown.contains("repairing sessions"),
         "a spinner on a terminal: {shown}"

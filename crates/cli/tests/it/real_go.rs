@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::Doctor;
+
 /// The Go environment of the test, everything inside `tmp`.
 struct GoEnv {
     tmp: PathBuf,
@@ -186,26 +188,18 @@ fn wait_for_compile(gotmp: &Path, known: &BTreeSet<String>) -> String {
     }
 }
 
+/// `doctor --sweep-build-dirs --root <GOTMPDIR> --json <args>` on the system clock: its exit
+/// code and its report.
 fn doctor(env: &GoEnv, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+    let out = Doctor::new()
         .arg("--sweep-build-dirs")
         .arg("--root")
         .arg(&env.gotmp)
         .arg("--json")
         .args(args)
         .env("XDG_STATE_HOME", env.tmp.join("state"))
-        .env_remove("DOCTOR_NOW")
-        .env_remove("DOCTOR_FAULT_AT")
-        .output()
-        .expect("run doctor");
-    let code = out.status.code().unwrap();
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "doctor printed no JSON ({e}); exit {code}; stderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (code, json)
+        .run();
+    (out.exit_code(), out.json())
 }
 
 fn planned(report: &Value) -> BTreeSet<String> {

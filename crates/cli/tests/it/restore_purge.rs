@@ -3,34 +3,29 @@
 //! verifies hashes and refuses occupied paths by name; purge deletes only runs that match their
 //! manifests (unless `--force`), receipted with bytes freed; dry runs write nothing.
 
-mod common;
-
 use std::path::Path;
-use std::process::Command;
 
-use common::{demo_with_old_artifacts, tree, Tree};
+use crate::common::{self, demo_with_old_artifacts, tree, user_tree, Doctor, Tree};
 use serde_json::Value;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
+/// `doctor --sessions-dir <s> <args> --json` at [`NOW`]: the exit code, the report (`null` when
+/// stdout is not JSON) and stderr.
 fn doctor(s: &Path, args: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .arg("--sessions-dir")
-        .arg(s)
+    let out = Doctor::new()
+        .sessions_dir(s)
         .args(args)
         .arg("--json")
-        .env("DOCTOR_NOW", NOW)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), json, stderr)
+        .now(NOW)
+        .run();
+    let json = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out.exit_code(), json, out.stderr)
 }
 
 fn admin_validator() -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(include_str!(
-        "../../../docs/schemas/admin-output.schema.json"
+        "../../../../docs/schemas/admin-output.schema.json"
     ))
     .unwrap();
     jsonschema::draft202012::options().build(&schema).unwrap()
@@ -44,19 +39,6 @@ fn assert_admin_valid(v: &Value) {
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
     assert!(errs.is_empty(), "{errs:?}\n{v:#}");
-}
-
-/// The tree without the doctor's own files.
-fn user_tree(s: &Path) -> Tree {
-    tree(s)
-        .into_iter()
-        .filter(|(p, _)| {
-            let p = p.to_string_lossy();
-            !(p.starts_with(".reconcile")
-                || p.starts_with(".set-aside")
-                || p.ends_with("session-unbind-receipts.jsonl"))
-        })
-        .collect()
 }
 
 fn set_aside_runs(s: &Path) -> Vec<String> {
@@ -332,13 +314,9 @@ fn apply_plan_refuses_actions_no_sessions_rule_plans() {
             s.to_string_lossy()
         );
         std::fs::write(&plan_file, plan).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
-            .arg("--apply-plan")
-            .arg(&plan_file)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{action} {path}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let out = Doctor::new().arg("--apply-plan").arg(&plan_file).run();
+        assert_eq!(out.code, Some(2), "{action} {path}");
+        let stderr = &out.stderr;
         assert!(
             stderr.contains("not an action the sessions pack plans"),
             "{stderr}"
@@ -448,20 +426,14 @@ fn detail_of(s: &Path, rel: &str) -> Value {
 }
 
 fn status(s: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .arg("--sessions-dir")
-        .arg(s)
+    let out = Doctor::new()
+        .sessions_dir(s)
         .arg("--json")
-        .env("DOCTOR_NOW", NOW)
+        .now(NOW)
         .env_remove("CODEWHALE_HOME")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .run();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    out.json()
 }
 
 #[test]
@@ -682,27 +654,23 @@ fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
     assert!(aside.join("zeta").is_dir() && aside.join("beta/runtime").is_dir());
     let alpha_before = tree(&s.join("alpha"));
     let alpha_doc = std::fs::read(s.join("alpha.json")).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_doctor"));
-    cmd.arg("--sessions-dir")
-        .arg(&s)
+    let purge = Doctor::new()
+        .sessions_dir(&s)
         .args(["--purge-set-aside", "--older-than", "0s", "--json"])
-        .env("DOCTOR_NOW", "2099-01-01T00:00:00Z");
+        .now("2099-01-01T00:00:00Z");
     // MANIFEST.jsonl sorts first: the run's entries are listed, none entered yet.
     let swap = |dir: &str, target: &str| {
         let at = aside.join(dir);
         std::fs::rename(&at, at.with_extension("moved")).unwrap();
         std::os::unix::fs::symlink(target, &at).unwrap();
     };
-    let done = common::run_paused(
-        cmd,
-        vec![(
-            &format!("delete .set-aside/{run}/MANIFEST.jsonl"),
-            Box::new(|| {
-                swap("zeta", "../../alpha");
-                swap("beta/runtime", "../../../alpha/runtime");
-            }),
-        )],
-    );
+    let done = purge.run_paused(vec![(
+        &format!("delete .set-aside/{run}/MANIFEST.jsonl"),
+        Box::new(|| {
+            swap("zeta", "../../alpha");
+            swap("beta/runtime", "../../../alpha/runtime");
+        }),
+    )]);
     assert!(done.code.is_some(), "{}", done.stderr);
     assert_eq!(tree(&s.join("alpha")), alpha_before, "{}", done.stdout);
     assert_eq!(std::fs::read(s.join("alpha.json")).unwrap(), alpha_doc);

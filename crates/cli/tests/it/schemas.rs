@@ -6,61 +6,62 @@
 //! must also reject broken instances, so that no check here can pass vacuously.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+
+use crate::common::Doctor;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "repair-output",
-        include_str!("../../../docs/schemas/repair-output.schema.json"),
+        include_str!("../../../../docs/schemas/repair-output.schema.json"),
     ),
     (
         "plan",
-        include_str!("../../../docs/schemas/plan.schema.json"),
+        include_str!("../../../../docs/schemas/plan.schema.json"),
     ),
     (
         "manifest-line",
-        include_str!("../../../docs/schemas/manifest-line.schema.json"),
+        include_str!("../../../../docs/schemas/manifest-line.schema.json"),
     ),
     (
         "receipt-line",
-        include_str!("../../../docs/schemas/receipt-line.schema.json"),
+        include_str!("../../../../docs/schemas/receipt-line.schema.json"),
     ),
     (
         "last",
-        include_str!("../../../docs/schemas/last.schema.json"),
+        include_str!("../../../../docs/schemas/last.schema.json"),
     ),
     (
         "status",
-        include_str!("../../../docs/schemas/status.schema.json"),
+        include_str!("../../../../docs/schemas/status.schema.json"),
     ),
     (
         "admin-output",
-        include_str!("../../../docs/schemas/admin-output.schema.json"),
+        include_str!("../../../../docs/schemas/admin-output.schema.json"),
     ),
     (
         "unbind-receipt-line",
-        include_str!("../../../docs/schemas/unbind-receipt-line.schema.json"),
+        include_str!("../../../../docs/schemas/unbind-receipt-line.schema.json"),
     ),
     (
         "document",
-        include_str!("../../../docs/schemas/document.schema.json"),
+        include_str!("../../../../docs/schemas/document.schema.json"),
     ),
     (
         "thread",
-        include_str!("../../../docs/schemas/thread.schema.json"),
+        include_str!("../../../../docs/schemas/thread.schema.json"),
     ),
     (
         "turn",
-        include_str!("../../../docs/schemas/turn.schema.json"),
+        include_str!("../../../../docs/schemas/turn.schema.json"),
     ),
     (
         "item",
-        include_str!("../../../docs/schemas/item.schema.json"),
+        include_str!("../../../../docs/schemas/item.schema.json"),
     ),
 ];
 
@@ -351,28 +352,20 @@ impl Store {
 
     /// Runs `doctor` with `args` (plus `--json`), expects exit 0, returns stdout as JSON.
     fn doctor(&self, args: &[&str]) -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        let out = Doctor::new()
             .args(args)
             .arg("--json")
-            .env("DOCTOR_NOW", NOW)
-            .env_remove("DOCTOR_LOG")
-            .env_remove("RUST_LOG")
+            .now(NOW)
             .env_remove("CODEWHALE_HOME")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "doctor {args:?} exited {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            .run();
+        assert_eq!(
+            out.code,
+            Some(0),
+            "doctor {args:?} exited {:?}\n{}",
+            out.code,
+            out.said()
         );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "doctor {args:?}: stdout is not one JSON document: {e}\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        out.json()
     }
 
     fn dir_arg(&self) -> &str {

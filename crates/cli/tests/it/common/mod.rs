@@ -1,11 +1,13 @@
-//! Test support shared by the fixture, demo and bad-input tests: copying a store, listing a
-//! tree with content hashes (symlinks never followed), and the `hold-lock` process that plays a
-//! host holding a `flock`.
+//! Test support shared by the modules of this binary: running the `doctor` binary ([`Doctor`],
+//! in `run.rs`), copying a store, listing a tree with content hashes (symlinks never followed),
+//! the one [`assert_nothing_lost`], the `hold-lock` process that plays a host holding a `flock`,
+//! and the redactions of snapshot text.
 
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+mod run;
 
-use std::collections::BTreeMap;
+pub use run::{traced_mutations, Doctor, Ran};
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -113,31 +115,199 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
     i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
 }
 
-/// Asserts nothing of `before` was lost: each file and symlink is at its path with the same
-/// content, or (for a set-aside item) byte-identical at `.set-aside/<run>/<path>`; each
-/// directory is still a directory at one of the two places, unless it was empty (an empty
-/// directory holds no data: the doctor removes session directories a set-aside emptied).
+/// Whether `p` (relative to S) is one of the doctor's own files: its records under
+/// `.reconcile/` and `.reconcile.lock`, its set-aside runs, and the stores' unbind receipts.
+pub fn is_doctor_own(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.starts_with(".reconcile")
+        || s.starts_with(".set-aside")
+        || s.ends_with("session-unbind-receipts.jsonl")
+}
+
+/// The tree at `s` without the doctor's own files ([`is_doctor_own`]).
+pub fn user_tree(s: &Path) -> Tree {
+    tree(s)
+        .into_iter()
+        .filter(|(p, _)| !is_doctor_own(p))
+        .collect()
+}
+
+/// What [`assert_nothing_lost`] accepts for an entry of `before` that is no longer at its path
+/// unchanged. Start from [`Kept::in_run`] or [`Kept::in_any_run`]; each other method accepts
+/// one more thing, or checks fewer entries, and says why at its call site.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept<'a> {
+    /// The set-aside run that may hold it at its mirrored path `.set-aside/<run>/<path>`;
+    /// `None`: any run (a directory of `.set-aside/` named by a valid run id).
+    run: Option<&'a str>,
+    empty_dirs_may_go: bool,
+    own_records_change: bool,
+    files_only: bool,
+    receipted_rewrites: bool,
+    context: &'a str,
+}
+
+impl<'a> Kept<'a> {
+    /// At its path, or at its mirrored path in the run `run`.
+    pub fn in_run(run: &'a str) -> Kept<'a> {
+        Kept {
+            run: Some(run),
+            empty_dirs_may_go: false,
+            own_records_change: false,
+            files_only: false,
+            receipted_rewrites: false,
+            context: "",
+        }
+    }
+
+    /// At its path, or at its mirrored path in some set-aside run.
+    pub fn in_any_run() -> Kept<'a> {
+        Kept {
+            run: None,
+            ..Kept::in_run("")
+        }
+    }
+
+    /// A directory that was empty may be gone: an empty directory holds no data (the doctor
+    /// removes session directories a set-aside emptied).
+    pub fn empty_dirs_may_go(self) -> Kept<'a> {
+        Kept {
+            empty_dirs_may_go: true,
+            ..self
+        }
+    }
+
+    /// The doctor's own `.reconcile/` and `.reconcile.lock` are not checked: its lock and its
+    /// records change by design.
+    pub fn own_records_change(self) -> Kept<'a> {
+        Kept {
+            own_records_change: true,
+            ..self
+        }
+    }
+
+    /// Only regular files are checked.
+    pub fn files_only(self) -> Kept<'a> {
+        Kept {
+            files_only: true,
+            ..self
+        }
+    }
+
+    /// A thread record (a path with `/threads/`) may also have been rewritten, when a manifest
+    /// line or a receipt among the doctor's own files records the SHA-256 of its earlier bytes
+    /// (`sha256`, `previous_sha256`).
+    pub fn or_receipted_rewrite(self) -> Kept<'a> {
+        Kept {
+            receipted_rewrites: true,
+            ..self
+        }
+    }
+
+    /// Names the moment in the failure message (a kill point, a rerun).
+    pub fn when(self, context: &'a str) -> Kept<'a> {
+        Kept { context, ..self }
+    }
+}
+
+/// Asserts nothing of `before` (a tree of S) was lost in `after`: each entry is at its path
+/// unchanged, or byte-identical (a directory: a directory) at its mirrored path under
+/// `.set-aside/`, or else accepted by `kept` (see [`Kept`]).
 #[track_caller]
-pub fn assert_nothing_lost(before: &Tree, after: &Tree, run: &str) {
+pub fn assert_nothing_lost(before: &Tree, after: &Tree, kept: Kept<'_>) {
+    let runs: Vec<PathBuf> = match kept.run {
+        Some(run) => vec![Path::new(".set-aside").join(run)],
+        None => after
+            .iter()
+            .filter(|(p, n)| {
+                **n == Node::Dir
+                    && p.parent() == Some(Path::new(".set-aside"))
+                    && exec::RunId::is_valid(&p.file_name().unwrap().to_string_lossy())
+            })
+            .map(|(p, _)| p.clone())
+            .collect(),
+    };
+    let recorded = if kept.receipted_rewrites {
+        recorded_hashes(after)
+    } else {
+        BTreeSet::new()
+    };
     for (path, node) in before {
-        let mirrored = Path::new(".set-aside").join(run).join(path);
         let here = after.get(path);
-        let there = after.get(&mirrored);
+        if here == Some(node)
+            || (kept.own_records_change
+                && (path.starts_with(".reconcile") || path == Path::new(".reconcile.lock")))
+            || (kept.files_only && !matches!(node, Node::File(_)))
+        {
+            continue;
+        }
+        if runs.iter().any(|r| after.get(&r.join(path)) == Some(node)) {
+            continue;
+        }
         let empty_dir = *node == Node::Dir
             && !before
                 .range(path.clone()..)
                 .nth(1)
                 .is_some_and(|(p, _)| p.starts_with(path));
-        assert!(
-            here == Some(node) || there == Some(node) || (empty_dir && here.is_none()),
-            "{} was lost: before {}, now at its path {}, at {} {}",
+        if kept.empty_dirs_may_go && empty_dir && here.is_none() {
+            continue;
+        }
+        if let Node::File(bytes) = node {
+            if path.to_string_lossy().contains("/threads/") && recorded.contains(&sha256_hex(bytes))
+            {
+                continue;
+            }
+        }
+        let there: Vec<String> = runs
+            .iter()
+            .map(|r| {
+                format!(
+                    "at {} {}",
+                    r.join(path).display(),
+                    describe(after.get(&r.join(path)))
+                )
+            })
+            .collect();
+        panic!(
+            "{}{} was lost: before {}, now at its path {}, {}",
+            if kept.context.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", kept.context)
+            },
             path.display(),
             describe(Some(node)),
             describe(here),
-            mirrored.display(),
-            describe(there),
+            if there.is_empty() {
+                "and no set-aside run".to_owned()
+            } else {
+                there.join(", ")
+            },
         );
     }
+}
+
+/// The SHA-256s of earlier record versions named by manifest lines and receipts among the
+/// doctor's own files of `t`.
+fn recorded_hashes(t: &Tree) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (p, node) in t {
+        if !(p.to_string_lossy().ends_with(".jsonl") && is_doctor_own(p)) {
+            continue;
+        }
+        let Node::File(b) = node else { continue };
+        for line in String::from_utf8_lossy(b).lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            for k in ["sha256", "previous_sha256"] {
+                if let Some(h) = v.get(k).and_then(|h| h.as_str()) {
+                    out.insert(h.to_owned());
+                }
+            }
+        }
+    }
+    out
 }
 
 fn describe(node: Option<&Node>) -> String {
@@ -200,7 +370,6 @@ impl Drop for Holder {
 /// A copy of the demo store (every sessions rule has a case in it) in a fresh temporary
 /// directory, with its artifact-only directory `zeta/` made weeks old so that R5 acts too.
 /// Returns the temp dir (keep it alive) and S.
-#[allow(dead_code)]
 pub fn demo_with_old_artifacts() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
@@ -221,7 +390,6 @@ pub fn demo_with_old_artifacts() -> (tempfile::TempDir, PathBuf) {
 
 /// Gives every file and directory under `to` the mtime of its namesake under `from` (after a
 /// [`copy_tree`], which does not keep them), so age-based rules see the same store.
-#[allow(dead_code)]
 pub fn copy_mtimes(from: &Path, to: &Path) {
     for (path, node) in tree(from) {
         if matches!(node, Node::Symlink(_)) {
@@ -237,7 +405,6 @@ pub fn copy_mtimes(from: &Path, to: &Path) {
     }
 }
 
-#[allow(dead_code)]
 /// Replaces what differs between runs and machines: temp paths, run ids, pids, and values
 /// derived from temp paths (execution scopes, hashes of files that hold a temp path).
 pub struct Redactions {
@@ -303,7 +470,6 @@ fn redact_pids(text: &str) -> String {
     out
 }
 
-#[allow(dead_code)]
 /// A JSON-lines file with `at` replaced, one line per record.
 pub fn records(path: &Path, red: &Redactions) -> String {
     match std::fs::read_to_string(path) {
@@ -312,7 +478,6 @@ pub fn records(path: &Path, red: &Redactions) -> String {
     }
 }
 
-#[allow(dead_code)]
 /// [`records`] of the text of a JSON-lines file (`what` names it in a panic).
 pub fn records_text(text: &str, what: &str, red: &Redactions) -> String {
     let mut out = String::new();
@@ -325,97 +490,4 @@ pub fn records_text(text: &str, what: &str, red: &Redactions) -> String {
         writeln!(out, "{}", red.apply(&v.to_string())).unwrap();
     }
     out
-}
-
-/// One pause window: the text of the mutation to pause before, and what to do inside it.
-#[allow(dead_code)]
-pub type Window<'a> = (&'a str, Box<dyn FnOnce() + 'a>);
-
-/// What a paused run printed, and how it ended.
-#[allow(dead_code)]
-pub struct PausedRun {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// Runs `cmd` (the doctor binary) with one pause window per entry of `windows`
-/// (`DOCTOR_PAUSE_BEFORE`, texts joined by `|`): the run stops before the first mutation whose
-/// description contains the text, the entry's closure changes the store inside that window,
-/// then the run goes on. A race becomes a deterministic test.
-#[allow(dead_code)]
-pub fn run_paused(mut cmd: std::process::Command, windows: Vec<Window<'_>>) -> PausedRun {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::Stdio;
-    let texts: Vec<&str> = windows.iter().map(|(t, _)| *t).collect();
-    let pause = texts.join("|");
-    let mut child = cmd
-        .env("DOCTOR_PAUSE_BEFORE", &pause)
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let stdout = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut stderr = String::new();
-    let mut stdin = child.stdin.take().unwrap();
-    for (_, during) in windows {
-        loop {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                panic!("the doctor ended without pausing before {pause:?}: {stderr}");
-            }
-            stderr.push_str(&line);
-            if line.contains("fault point: paused") {
-                break;
-            }
-        }
-        during();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-    drop(stdin);
-    let _ = err.read_to_string(&mut stderr);
-    let status = child.wait().unwrap();
-    PausedRun {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr,
-    }
-}
-
-/// The mutations a real repair of `s` makes, traced (`DOCTOR_FAULT_TRACE=1`): number and
-/// description, in order. The run changes `s`: run it on an identical copy (the sequence is
-/// the same for the same store).
-#[allow(dead_code)]
-pub fn traced_mutations(s: &Path, now: &str) -> Vec<(u64, String)> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_doctor"))
-        .args(["--repair-sessions", "--json", "--sessions-dir"])
-        .arg(s)
-        .env("DOCTOR_NOW", now)
-        .env("DOCTOR_FAULT_TRACE", "1")
-        .env_remove("DOCTOR_PAUSE_BEFORE")
-        .env_remove("DOCTOR_FAULT_AT")
-        .env_remove("DOCTOR_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("doctor: fault point: mutation ")?;
-            let (n, described) = rest.split_once(' ')?;
-            let described = described.strip_prefix('(')?.strip_suffix(')')?;
-            Some((n.parse().ok()?, described.to_owned()))
-        })
-        .collect()
 }

@@ -8,9 +8,6 @@
 //! The builders use `serde_json::json!` only (with `preserve_order`, so keys keep the app's
 //! order), never the library's model types.
 
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
