@@ -177,21 +177,24 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
     let journal = tmp.path().join("journal.jsonl");
 
     let start = Instant::now();
-    let host = Command::new(env!("CARGO_BIN_EXE_host-sim"))
-        .arg("simulate")
-        .arg(&s)
-        .args([
-            "--seconds",
-            &seconds.to_string(),
-            "--seed",
-            &SEED.to_string(),
-        ])
-        .arg("--journal")
-        .arg(&journal)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start host-sim");
+    let host = Command::new(test_support::binary(
+        env!("CARGO_BIN_EXE_doctor"),
+        "host-sim",
+    ))
+    .arg("simulate")
+    .arg(&s)
+    .args([
+        "--seconds",
+        &seconds.to_string(),
+        "--seed",
+        &SEED.to_string(),
+    ])
+    .arg("--journal")
+    .arg(&journal)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start host-sim");
 
     let stop = Arc::new(AtomicBool::new(false));
     let runs = Arc::new(Mutex::new(Runs::default()));
@@ -388,14 +391,17 @@ fn host_sim_journals_what_it_holds_and_saves() {
     let s = tmp.path().join("S");
     std::fs::create_dir(&s).unwrap();
     let journal = tmp.path().join("j.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host-sim"))
-        .arg("simulate")
-        .arg(&s)
-        .args(["--seconds", "1", "--seed", "5", "--journal"])
-        .arg(&journal)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(test_support::binary(
+        env!("CARGO_BIN_EXE_doctor"),
+        "host-sim",
+    ))
+    .arg("simulate")
+    .arg(&s)
+    .args(["--seconds", "1", "--seed", "5", "--journal"])
+    .arg(&journal)
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

@@ -21,7 +21,7 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(bin: &str, args: &[&Path]) -> Proc {
+    fn spawn(bin: impl AsRef<std::ffi::OsStr>, args: &[&Path]) -> Proc {
         let mut child = Command::new(bin)
             .args(args)
             .stdin(Stdio::piped())
@@ -59,7 +59,10 @@ impl Drop for Proc {
 }
 
 fn hold(paths: &[&Path]) -> Proc {
-    let mut p = Proc::spawn(env!("CARGO_BIN_EXE_hold-lock"), paths);
+    let mut p = Proc::spawn(
+        test_support::binary(env!("CARGO_BIN_EXE_doctor"), "hold-lock"),
+        paths,
+    );
     assert_eq!(p.line(), "held");
     p
 }
@@ -195,8 +198,9 @@ fn an_opener_that_locks_in_the_gap_is_the_only_owner() {
         exec::store_move::move_store(&root, "g/runtime", ".set-aside/r/g/runtime", &mut |step| {
             if *step == exec::store_move::MoveStep::LockFileMoved {
                 // The gap: the lock file has moved, the emptied source is not removed yet.
-                let sim = env!("CARGO_BIN_EXE_host-sim");
-                let mut p = Proc::spawn(sim, &[Path::new("open-store"), s, Path::new("g/runtime")]);
+                let sim = test_support::binary(env!("CARGO_BIN_EXE_doctor"), "host-sim");
+                let mut p =
+                    Proc::spawn(&sim, &[Path::new("open-store"), s, Path::new("g/runtime")]);
                 assert_eq!(
                     p.line(),
                     "owned attempts=1",
@@ -236,7 +240,7 @@ fn an_opener_that_locks_a_moved_lock_file_reopens_the_path() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
     empty_store(s, "m/runtime");
-    let sim = env!("CARGO_BIN_EXE_host-sim");
+    let sim = test_support::binary(env!("CARGO_BIN_EXE_doctor"), "host-sim");
     let mut opener = Proc::spawn(
         sim,
         &[

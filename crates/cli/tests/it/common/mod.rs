@@ -329,13 +329,16 @@ pub struct Holder {
 impl Holder {
     /// Starts `hold-lock` on `files` (absolute paths) and waits until it says `held`.
     pub fn spawn(files: &[PathBuf]) -> Holder {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hold-lock"))
-            .args(files)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start hold-lock");
+        let mut child = Command::new(test_support::binary(
+            env!("CARGO_BIN_EXE_doctor"),
+            "hold-lock",
+        ))
+        .args(files)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hold-lock");
         let stdin = child.stdin.take();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
