@@ -24,6 +24,11 @@ pub static RULES: &[&dyn Rule] = &[
     &OrphanArtifactDir,
 ];
 
+// `tests` is taken by the registry test below; the rules' in-memory tests live in tests.rs.
+#[cfg(test)]
+#[path = "tests.rs"]
+mod rule_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

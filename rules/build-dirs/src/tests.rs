@@ -1,0 +1,310 @@
+//! B1 on a build root listed in memory (`engine::BuildContext` of `RootEntry` values and fake
+//! processes): what it reclaims, each predicate that spares a directory, and what it ignores.
+
+use engine::liveness::ProcessRefs;
+use engine::{
+    BuildConfig, BuildContext, EntryKind, Expect, Interrupted, RootEntry, RootListing, Rule,
+    RuleOutput,
+};
+use fsroot::procfs::ProcessInfo;
+use plan::{ActionKind, Plan, PlannedAction, Precondition, Summary};
+use store::Timestamp;
+
+use crate::{LeakedGoWorkdir, RULES};
+
+const NOW: i64 = 1_700_000_000;
+const ME: u32 = 1000;
+const HOUR: i64 = 3600;
+const DAY: i64 = 24 * HOUR;
+/// The root as the run names it; `/real/tmp` is what it resolves to.
+const ROOT: &str = "/tmp";
+
+/// A directory of mine named `name`, last changed `age` seconds before [`NOW`], without
+/// `.git`.
+fn dir(name: &str, age: i64) -> RootEntry {
+    RootEntry {
+        name: name.into(),
+        kind: EntryKind::Dir,
+        uid: ME,
+        mtime: NOW - age,
+        has_git: Some(false),
+        dev: 1,
+        ino: 42,
+    }
+}
+
+/// A process whose working directory is `cwd`.
+fn process_in(cwd: &str) -> ProcessInfo {
+    ProcessInfo {
+        pid: 7,
+        cwd: Some(cwd.into()),
+        ..ProcessInfo::default()
+    }
+}
+
+/// B1 over `entries` of [`ROOT`], with `processes` alive, `interrupted` deletions and a
+/// `--min-age` of one hour.
+fn plan_with(
+    entries: Vec<RootEntry>,
+    processes: Vec<ProcessInfo>,
+    interrupted: &[Interrupted],
+) -> RuleOutput {
+    let listing = RootListing {
+        root: ROOT.into(),
+        canonical: "/real/tmp".into(),
+        entries,
+    };
+    let config = BuildConfig {
+        max_actions: 500,
+        min_age_secs: HOUR,
+        now: Timestamp(NOW),
+        uid: ME,
+    };
+    let out = LeakedGoWorkdir.plan(&BuildContext {
+        listing: &listing,
+        processes: &ProcessRefs::from_processes(processes),
+        interrupted,
+        config: &config,
+    });
+    assert_eq!(
+        out.counts,
+        Summary::default(),
+        "B1 counts nothing while planning"
+    );
+    out
+}
+
+fn plan(entries: Vec<RootEntry>) -> RuleOutput {
+    plan_with(entries, Vec::new(), &[])
+}
+
+/// Asserts that B1 proposes nothing and spares the one entry, and returns why.
+fn spared(out: &RuleOutput) -> &str {
+    assert!(out.proposals.is_empty(), "{:?}", out.proposals);
+    assert_eq!(out.skipped.len(), 1, "{:?}", out.skipped);
+    assert_eq!(out.skipped[0].rule, "B1");
+    &out.skipped[0].why
+}
+
+fn interrupted_deletion_of(e: &RootEntry) -> Interrupted {
+    Interrupted {
+        run: "run-1".into(),
+        root: ROOT.into(),
+        path: e.name.clone(),
+        dev: e.dev,
+        ino: e.ino,
+    }
+}
+
+#[test]
+fn b1_reclaims_an_old_unreferenced_go_build_dir_of_mine() {
+    let out = plan(vec![dir("go-build123", 2 * DAY)]);
+    assert!(out.skipped.is_empty(), "{:?}", out.skipped);
+    assert_eq!(out.proposals.len(), 1);
+    let p = &out.proposals[0];
+    assert_eq!(
+        (p.action, p.path.as_str()),
+        (ActionKind::ReclaimDir, "go-build123")
+    );
+    assert_eq!((p.kind, p.document.as_deref()), (None, None));
+    assert_eq!(
+        p.reason,
+        "leaked Go work directory: unchanged for 2d, referenced by no live process"
+    );
+    assert_eq!(
+        p.expect,
+        Expect::TreeOfPath,
+        "the tree is digested when sealed"
+    );
+}
+
+#[test]
+fn b1_reclaims_a_linker_work_dir_too() {
+    let out = plan(vec![dir("go-link-99", 2 * DAY)]);
+    assert_eq!(out.proposals[0].path, "go-link-99");
+}
+
+#[test]
+fn b1_does_not_mention_entries_that_are_not_go_ish() {
+    let out = plan(vec![dir("gocache-x", 2 * DAY), dir("notes", 2 * DAY)]);
+    assert!(
+        out.proposals.is_empty() && out.skipped.is_empty(),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn b1_spares_a_look_alike_name() {
+    let why = spared(&plan(vec![dir("go-build-base", 2 * DAY)])).to_owned();
+    assert!(why.starts_with("not a name Go gives"), "{why}");
+}
+
+#[test]
+fn b1_spares_a_symlink_and_a_file() {
+    let link = RootEntry {
+        kind: EntryKind::Symlink,
+        has_git: None,
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(spared(&plan(vec![link])), "a symlink, not a directory");
+    let file = RootEntry {
+        kind: EntryKind::File,
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(spared(&plan(vec![file])), "not a directory");
+}
+
+#[test]
+fn b1_spares_another_users_dir() {
+    let theirs = RootEntry {
+        uid: 0,
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(
+        spared(&plan(vec![theirs])),
+        "owned by uid 0, not by the invoking user"
+    );
+}
+
+#[test]
+fn b1_spares_a_dir_changed_within_min_age() {
+    assert_eq!(
+        spared(&plan(vec![dir("go-build1", 30 * 60)])),
+        "changed 30m ago, within --min-age 1h"
+    );
+}
+
+#[test]
+fn b1_spares_a_dir_changed_in_the_future() {
+    let why = spared(&plan(vec![dir("go-build1", -60)])).to_owned();
+    assert!(why.contains("clock skew"), "{why}");
+}
+
+#[test]
+fn b1_spares_a_dir_holding_git_or_not_checked_for_it() {
+    let git = RootEntry {
+        has_git: Some(true),
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(spared(&plan(vec![git])), "holds a .git entry");
+    let unknown = RootEntry {
+        has_git: None,
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(
+        spared(&plan(vec![unknown])),
+        "cannot check it for a .git entry"
+    );
+}
+
+#[test]
+fn b1_spares_a_dir_a_process_works_in() {
+    let out = plan_with(
+        vec![dir("go-build1", 2 * DAY)],
+        vec![process_in("/tmp/go-build1/b001")],
+        &[],
+    );
+    assert_eq!(
+        spared(&out),
+        "referenced by a live process: pid 7 cwd /tmp/go-build1/b001"
+    );
+}
+
+#[test]
+fn b1_spares_a_dir_a_process_reaches_through_the_resolved_root() {
+    let out = plan_with(
+        vec![dir("go-build1", 2 * DAY)],
+        vec![process_in("/real/tmp/go-build1")],
+        &[],
+    );
+    assert!(spared(&out).starts_with("referenced by a live process"));
+}
+
+#[test]
+fn b1_matches_references_by_whole_name() {
+    let out = plan_with(
+        vec![dir("go-build1", 2 * DAY)],
+        vec![process_in("/tmp/go-build12")],
+        &[],
+    );
+    assert_eq!(out.proposals.len(), 1, "{out:?}");
+}
+
+#[test]
+fn b1_finishes_an_interrupted_deletion_of_the_same_dir_whatever_its_age() {
+    let fresh = dir("go-build1", 60);
+    let out = plan_with(
+        vec![fresh.clone()],
+        vec![],
+        &[interrupted_deletion_of(&fresh)],
+    );
+    assert_eq!(out.proposals.len(), 1, "{out:?}");
+    assert!(
+        out.proposals[0]
+            .reason
+            .starts_with("finishing the deletion run run-1 started"),
+        "{}",
+        out.proposals[0].reason
+    );
+}
+
+#[test]
+fn b1_judges_a_new_dir_at_an_interrupted_name_by_its_age() {
+    let fresh = dir("go-build1", 60);
+    let other_inode = Interrupted {
+        ino: 43,
+        ..interrupted_deletion_of(&fresh)
+    };
+    let why = spared(&plan_with(vec![fresh], vec![], &[other_inode])).to_owned();
+    assert!(why.contains("within --min-age"), "{why}");
+}
+
+#[test]
+fn b1_spares_an_interrupted_dir_a_process_now_uses() {
+    let fresh = dir("go-build1", 60);
+    let out = plan_with(
+        vec![fresh.clone()],
+        vec![process_in("/tmp/go-build1")],
+        &[interrupted_deletion_of(&fresh)],
+    );
+    assert!(spared(&out).starts_with("referenced by a live process"));
+}
+
+#[test]
+fn b1_judges_each_entry_on_its_own() {
+    let out = plan(vec![
+        dir("go-build1", 2 * DAY),
+        dir("go-build2", 60),
+        dir("go-link-3", 2 * DAY),
+    ]);
+    let reclaimed: Vec<_> = out.proposals.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(reclaimed, ["go-build1", "go-link-3"]);
+    assert_eq!(out.skipped[0].path, "go-build2");
+}
+
+#[test]
+fn b1_proposal_passes_the_saved_plan_check() {
+    let out = plan(vec![dir("go-build123", 2 * DAY)]);
+    let p = &out.proposals[0];
+    let action = PlannedAction {
+        seq: 1,
+        rule: "B1".into(),
+        rule_name: LeakedGoWorkdir.name().into(),
+        action: p.action,
+        path: p.path.clone(),
+        kind: p.kind,
+        document: None,
+        from: None,
+        root: Some(ROOT.into()),
+        reason: p.reason.clone(),
+        precondition: Precondition::Tree {
+            bytes: 0,
+            tree_blake3: String::new(),
+        },
+    };
+    let plan = Plan {
+        actions: vec![action],
+        ..Plan::default()
+    };
+    assert_eq!(engine::check_plan(RULES, &plan), Ok(()));
+}
