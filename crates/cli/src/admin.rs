@@ -26,9 +26,12 @@ fn run_admin(
     if opts.dry_run {
         let root = Root::open(dir).map_err(|e| open_error(dir, e))?;
         let planned = plan(&root)?;
-        let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+        let mut errors = Vec::new();
+        let ours = planned.interrupted_writes(&root, &mut errors);
+        let temps = exec::removable_interrupted_writes(&root, &ours, &mut errors);
         let mut report = AdminReport::new(command, absolute(dir), run, planned, None);
         report.interrupted_writes = temps;
+        report.summary.errors.extend(errors);
         return Ok(report);
     }
     let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
@@ -38,12 +41,15 @@ fn run_admin(
     let planned = plan(&root)?;
     // A restore killed while it wrote a record left that write's temporary file: removed first,
     // receipted, as a repair removes them.
-    let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes(&root));
+    let mut errors = Vec::new();
+    let ours = planned.interrupted_writes(&root, &mut errors);
+    let temps = exec::removable_interrupted_writes(&root, &ours, &mut errors);
     let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
     let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
     report.interrupted_writes = cleanup.removed;
     report.records_failed |= cleanup.records_failed;
+    report.summary.errors.extend(errors);
     report.summary.errors.extend(cleanup.errors);
     Ok(report)
 }

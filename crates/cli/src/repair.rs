@@ -32,8 +32,11 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     if opts.dry_run {
         let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
         let mut planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-        planned.interrupted_writes =
-            exec::removable_interrupted_writes(&root, &planned.interrupted_writes);
+        planned.interrupted_writes = exec::removable_interrupted_writes(
+            &root,
+            &planned.interrupted_writes,
+            &mut planned.counts.errors,
+        );
         return Ok(RepairReport::dry(
             absolute(&opts.sessions_dir),
             run,
@@ -48,11 +51,14 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
         ));
     };
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-    let temps = exec::removable_interrupted_writes(&root, &planned.interrupted_writes);
+    let mut listing_errors = Vec::new();
+    let temps =
+        exec::removable_interrupted_writes(&root, &planned.interrupted_writes, &mut listing_errors);
     let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
     let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
     // A removal without its receipt fails the run, as an action without one does.
     applied.records_failed |= cleanup.records_failed;
+    applied.summary.errors.extend(listing_errors);
     applied.summary.errors.extend(cleanup.errors);
     let mut planned = planned;
     planned.interrupted_writes = cleanup.removed;

@@ -57,7 +57,7 @@ impl AdminPlan {
     /// Temporary files of interrupted doctor writes of the records this plan rewrites (a
     /// thread record a restore gives its previous bytes back): `.<name>.doctor-tmp-<pid>-<n>`
     /// next to each.
-    pub fn interrupted_writes(&self, root: &Root) -> Vec<String> {
+    pub fn interrupted_writes(&self, root: &Root, errors: &mut Vec<String>) -> Vec<String> {
         let mut out = Vec::new();
         let mut by_dir: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
         for a in &self.plan.actions {
@@ -67,8 +67,13 @@ impl AdminPlan {
             }
         }
         for (dir, names) in by_dir {
-            let Ok(entries) = root.list(Path::new(dir)) else {
-                continue;
+            let entries = match root.list(Path::new(dir)) {
+                Ok(entries) => entries,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    errors.push(e.to_string());
+                    continue;
+                }
             };
             for e in entries {
                 let Some(name) = e.name.to_str() else {

@@ -165,16 +165,25 @@ pub fn apply_plan(
 /// The temporary files of interrupted doctor writes that a real run will remove: those the scan
 /// found (`scanned`: in S and in threads directories) plus any in `.reconcile/`, except this
 /// process's own, those inside a store another process holds, and those of a live session.
-/// Reads only, so a dry run lists exactly what a real run removes.
-pub fn removable_interrupted_writes(root: &fsroot::Root, scanned: &[String]) -> Vec<String> {
+/// Reads only, so a dry run lists exactly what a real run removes. A `.reconcile/` that cannot
+/// be listed (other than missing) is reported in `errors`, never taken for an empty one.
+pub fn removable_interrupted_writes(
+    root: &fsroot::Root,
+    scanned: &[String],
+    errors: &mut Vec<String>,
+) -> Vec<String> {
     let mut all: Vec<String> = scanned.to_vec();
-    if let Ok(entries) = root.list(Path::new(RECONCILE_DIR)) {
-        for e in entries {
-            let name = e.name.to_string_lossy();
-            if e.kind == fsroot::EntryKind::File && fsroot::temp::is_temp(&name) {
-                all.push(format!("{RECONCILE_DIR}/{name}"));
+    match root.list(Path::new(RECONCILE_DIR)) {
+        Ok(entries) => {
+            for e in entries {
+                let name = e.name.to_string_lossy();
+                if e.kind == fsroot::EntryKind::File && fsroot::temp::is_temp(&name) {
+                    all.push(format!("{RECONCILE_DIR}/{name}"));
+                }
             }
         }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => errors.push(e.to_string()),
     }
     // This process's own writes in progress are never someone's interrupted write.
     all.retain(|p| {
@@ -512,5 +521,27 @@ fn lock_store(root: &WritableRoot, store: &str) -> Result<Option<LockGuard>, Ref
         Err(e) => Err(Refusal::Skip(format!(
             "cannot take the store's owner lock: {e}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reconcile_dir_that_cannot_be_listed_is_reported_not_taken_for_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fsroot::Root::open(tmp.path()).unwrap();
+        let mut errors = Vec::new();
+        assert!(removable_interrupted_writes(&root, &[], &mut errors).is_empty());
+        assert!(
+            errors.is_empty(),
+            "a missing .reconcile is empty: {errors:?}"
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join(RECONCILE_DIR)).unwrap();
+        assert!(removable_interrupted_writes(&root, &[], &mut errors).is_empty());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains(RECONCILE_DIR), "{}", errors[0]);
     }
 }

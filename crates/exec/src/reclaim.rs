@@ -69,8 +69,14 @@ fn pending_file(root: &str, path: &str) -> String {
 pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<String>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
-    let Ok(entries) = state.list(Path::new(PENDING_DIR)) else {
-        return (found, errors);
+    let entries = match state.list(Path::new(PENDING_DIR)) {
+        Ok(entries) => entries,
+        Err(e) if e.is_not_found() => return (found, errors),
+        // Unreadable is not empty: a deletion recorded there must not be taken for none.
+        Err(e) => {
+            errors.push(e.to_string());
+            return (found, errors);
+        }
     };
     for e in entries {
         let rel = Path::new(PENDING_DIR).join(&e.name);
@@ -285,4 +291,24 @@ fn reclaim_one(
         })?;
     root.remove_tree(path)
         .map_err(|e| Refusal::Fail(format!("deletion cut short, the next run finishes it: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_deletions_that_cannot_be_listed_are_reported_not_taken_for_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = Root::open(tmp.path()).unwrap();
+        // No directory: no pending deletion, nothing to report.
+        assert_eq!(read_pending(&state), (Vec::new(), Vec::new()));
+        // A symlink where the directory should be is never followed: reported.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join(PENDING_DIR)).unwrap();
+        let (found, errors) = read_pending(&state);
+        assert!(found.is_empty());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains(PENDING_DIR), "{}", errors[0]);
+    }
 }
