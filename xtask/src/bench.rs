@@ -7,7 +7,6 @@
 //! against a raw loop of the same renames and fsyncs.
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,34 +14,25 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rayon::prelude::*;
 
+use test_support::SplitMix64;
+
 use crate::Failure;
 
 fn fail(e: impl std::fmt::Display) -> Failure {
     Failure::Failed(e.to_string())
 }
 
-/// splitmix64: a small deterministic generator (no dependency, same stream everywhere).
+/// The benchmark's generator: splitmix64 (`test_support::SplitMix64`, the stream the
+/// simulated host uses too), with the shapes the stores are drawn from.
 #[derive(Clone)]
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.below(n)
     }
     fn hex(&mut self, len: usize) -> String {
-        let mut s = String::with_capacity(len + 16);
-        while s.len() < len {
-            let _ = write!(s, "{:016x}", self.next());
-        }
-        s.truncate(len);
-        s
+        self.0.hex(len)
     }
     fn uuid(&mut self) -> String {
         let h = self.hex(32);
@@ -300,7 +290,9 @@ fn generate_group(
     group: usize,
     sessions: usize,
 ) -> Result<(Counts, Vec<String>), Failure> {
-    let mut rng = Rng(seed ^ (group as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut rng = Rng(SplitMix64(
+        seed ^ (group as u64).wrapping_mul(0x2545_f491_4f6c_dd1d),
+    ));
     let mut w = Writer {
         s,
         counts: Counts::default(),
@@ -584,7 +576,7 @@ fn measure(doctor: &Path, store: &Store, runs: usize) -> Result<Measured, Failur
 fn torn_store(s: &Path, n: usize, seed: u64) -> Result<(), Failure> {
     std::fs::create_dir_all(s).map_err(fail)?;
     (0..n).into_par_iter().try_for_each(|i| {
-        let mut rng = Rng(seed ^ i as u64);
+        let mut rng = Rng(SplitMix64(seed ^ i as u64));
         let id = rng.uuid();
         let scope = rng.hex(64);
         let mut doc = document(&mut rng, &id, "/nowhere", &scope, 1).into_bytes();

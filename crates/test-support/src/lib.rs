@@ -18,3 +18,46 @@ pub fn binary(beside: &str, name: &str) -> PathBuf {
     );
     path
 }
+
+/// The `metadata.cost` the app writes for a session nothing was priced in (every field at its
+/// default): the one copy the tests' documents and `host-sim` share.
+pub fn default_cost() -> serde_json::Value {
+    serde_json::json!({
+        "session_cost_usd": 0.0,
+        "priced_turns": 0,
+        "unpriced_turns": 0,
+        "coverage_recorded": false
+    })
+}
+
+/// splitmix64: a small deterministic generator, so a seed replays the same stream everywhere
+/// (the simulated host's choices, the benchmark's stores).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// `len` lowercase hex digits.
+    pub fn hex(&mut self, len: usize) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(len + 16);
+        while s.len() < len {
+            let _ = write!(s, "{:016x}", self.next_u64());
+        }
+        s.truncate(len);
+        s
+    }
+}

@@ -34,12 +34,7 @@ fn document(id: &str) -> Value {
             "model_provider": "deepseek",
             "workspace": "/home/u/proj",
             "mode": "agent",
-            "cost": {
-                "session_cost_usd": 0.0,
-                "priced_turns": 0,
-                "unpriced_turns": 0,
-                "coverage_recorded": false
-            }
+            "cost": test_support::default_cost()
         },
         "messages": [
             {

@@ -30,6 +30,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use store::host::{Acquired, LiveLease, StoreOwnerLock};
 use store::Timestamp;
+use test_support::SplitMix64;
 
 fn say(line: &str) {
     let mut out = std::io::stdout();
@@ -135,7 +136,7 @@ fn simulate_main(args: &[String]) -> i32 {
         root: sessions,
         canonical,
         journal,
-        rng: Rng(args.seed ^ 0x9e37_79b9_7f4a_7c15),
+        rng: SplitMix64(args.seed ^ 0x9e37_79b9_7f4a_7c15),
         seed: args.seed,
         start: Instant::now(),
         next_id: 0,
@@ -200,22 +201,6 @@ impl Journal {
     }
 }
 
-/// splitmix64: a small deterministic generator, so a seed replays the same choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One session of the host: what it last wrote (paths relative to S), and, while it is open,
 /// the live lease and the store's owner lock.
 struct Session {
@@ -261,7 +246,7 @@ struct Sim {
     /// The canonical path of the sessions directory.
     canonical: PathBuf,
     journal: Journal,
-    rng: Rng,
+    rng: SplitMix64,
     seed: u64,
     start: Instant,
     next_id: u64,
@@ -314,10 +299,10 @@ impl Sim {
             if self.open.is_empty() || (r < 14 && self.open.len() < MAX_OPEN) {
                 self.create();
             } else if r < 50 {
-                let i = self.rng.below(self.open.len());
+                let i = self.rng.below(self.open.len() as u64) as usize;
                 self.save(i);
             } else if r < 64 {
-                let i = self.rng.below(self.open.len());
+                let i = self.rng.below(self.open.len() as u64) as usize;
                 if self.open[i].document_written {
                     self.close(i);
                 } else {
@@ -325,7 +310,7 @@ impl Sim {
                 }
             } else if r < 80 {
                 if !self.at_rest.is_empty() && self.open.len() < MAX_OPEN {
-                    let i = self.rng.below(self.at_rest.len());
+                    let i = self.rng.below(self.at_rest.len() as u64) as usize;
                     self.resume(i);
                 }
             } else if r < 86 || self.at_rest.len() > MAX_AT_REST {
@@ -333,7 +318,7 @@ impl Sim {
             } else if r < 90 {
                 self.abandon_one();
             } else {
-                std::thread::sleep(Duration::from_millis(1 + self.rng.below(4) as u64));
+                std::thread::sleep(Duration::from_millis(1 + self.rng.below(4)));
             }
         }
         while !self.open.is_empty() {
@@ -631,7 +616,10 @@ impl Sim {
         let store = s.store();
         let turn_id = format!("turn_{}_{n}", s.tid);
         let question = format!("question {n} of {} (seed {})", s.id, self.seed);
-        let answer = format!("answer {n}: {}", "lorem ".repeat(1 + self.rng.below(40)));
+        let answer = format!(
+            "answer {n}: {}",
+            "lorem ".repeat(1 + self.rng.below(40) as usize)
+        );
         let items = [
             (format!("item_{}_{n}_u", s.tid), "user_message", question),
             (format!("item_{}_{n}_a", s.tid), "agent_message", answer),
@@ -712,12 +700,7 @@ impl Sim {
                     "model_provider": "deepseek",
                     "workspace": "/home/u/proj",
                     "mode": "agent",
-                    "cost": {
-                        "session_cost_usd": 0.0,
-                        "priced_turns": 0,
-                        "unpriced_turns": 0,
-                        "coverage_recorded": false
-                    }
+                    "cost": test_support::default_cost()
                 },
                 "messages": s.messages,
                 "system_prompt": null
@@ -765,7 +748,7 @@ impl Sim {
             if self.at_rest.is_empty() || self.open.len() >= MAX_OPEN {
                 return;
             }
-            let r = self.rng.below(self.at_rest.len());
+            let r = self.rng.below(self.at_rest.len() as u64) as usize;
             let before = self.open.len();
             self.resume(r);
             if self.open.len() == before {
@@ -773,7 +756,7 @@ impl Sim {
             }
             self.open.len() - 1
         } else {
-            candidates[self.rng.below(candidates.len())]
+            candidates[self.rng.below(candidates.len() as u64) as usize]
         };
         let mut s = self.open.swap_remove(i);
         self.verify(&mut s, When::Held);

@@ -159,12 +159,7 @@ fn document_with_binding(id: &str, runtime_store: Option<Value>) -> Value {
         "model_provider": "deepseek",
         "workspace": "/home/u/proj",
         "mode": "agent",
-        "cost": {
-            "session_cost_usd": 0.0,
-            "priced_turns": 0,
-            "unpriced_turns": 0,
-            "coverage_recorded": false
-        }
+        "cost": test_support::default_cost()
     });
     metadata.extend(rest.as_object().unwrap().clone());
     json!({
