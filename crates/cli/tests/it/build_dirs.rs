@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::common::case::{parse_time, set_mtime_recursive, system_time, MtimeSpec, SymlinkSpec};
 use crate::common::{
     copy_tree, fixtures_dir, records, sha256_hex, tree, Doctor, Holder, Node, Redactions, Tree,
 };
@@ -29,7 +30,7 @@ use doctor::sweep::{sweep_build_dirs, SweepError, SweepOptions, SweepReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
-use store::{Clock, Timestamp};
+use store::Clock;
 
 const DEFAULT_NOW: &str = "2026-11-29T12:00:00Z";
 /// Every entry of a fixture root has this mtime unless the case sets another.
@@ -63,20 +64,6 @@ struct Case {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SymlinkSpec {
-    path: String,
-    target: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MtimeSpec {
-    path: String,
-    at: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ChownSpec {
     path: String,
     uid: u32,
@@ -96,31 +83,6 @@ enum LiveSpec {
     Argv { value: String },
     /// `sleep` copied to `path` and run from there, argv[0] relative, cwd elsewhere.
     Map { path: String },
-}
-
-fn parse_time(s: &str) -> Timestamp {
-    Timestamp::parse(s).unwrap_or_else(|| panic!("{s:?} is not an RFC 3339 time"))
-}
-
-fn system_time(s: &str) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(parse_time(s).0).unwrap())
-}
-
-/// Sets the mtime of `path` and everything beneath it (symlinks are left alone).
-fn set_mtime_recursive(path: &Path, at: SystemTime) {
-    let meta =
-        std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if meta.file_type().is_symlink() {
-        return;
-    }
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            set_mtime_recursive(&entry.unwrap().path(), at);
-        }
-    }
-    std::fs::File::open(path)
-        .and_then(|f| f.set_modified(at))
-        .unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
 }
 
 fn chown_recursive(path: &Path, uid: u32) -> std::io::Result<()> {

@@ -33,8 +33,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
+use crate::common::case::{self, parse_time, MtimeSpec, SymlinkSpec};
 use crate::common::{
     assert_nothing_lost, copy_tree, fixtures_dir, records_text, sha256_hex, tree, Holder, Kept,
     Node, Redactions, Tree,
@@ -43,7 +43,7 @@ use doctor::{RepairOptions, RepairReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
-use store::{Clock, Timestamp};
+use store::Clock;
 
 const DEFAULT_NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -82,41 +82,6 @@ struct Case {
     /// dry run must find nothing.
     #[serde(default)]
     second_run_acts: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SymlinkSpec {
-    path: String,
-    target: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MtimeSpec {
-    path: String,
-    at: String,
-}
-
-fn parse_time(s: &str) -> Timestamp {
-    Timestamp::parse(s).unwrap_or_else(|| panic!("{s:?} is not an RFC 3339 time"))
-}
-
-/// Sets the mtime of `path` and of everything beneath it (symlinks are left alone).
-fn set_mtime_recursive(path: &Path, at: SystemTime) {
-    let meta =
-        std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if meta.file_type().is_symlink() {
-        return;
-    }
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            set_mtime_recursive(&entry.unwrap().path(), at);
-        }
-    }
-    std::fs::File::open(path)
-        .and_then(|f| f.set_modified(at))
-        .unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
 }
 
 /// Where a case runs: S, its `$CODEWHALE_HOME`, the symlink to S outside S, and what the
@@ -361,11 +326,7 @@ fn redact(red: &Redactions, setup: &SetUp, text: &str) -> String {
 }
 
 fn apply_mtimes(case: &Case, s: &Path) {
-    for m in &case.mtimes {
-        let secs = parse_time(&m.at).0;
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap());
-        set_mtime_recursive(&s.join(&m.path), at);
-    }
+    case::apply_mtimes(&case.mtimes, s);
 }
 
 fn repair(setup: &SetUp, case: &Case, dry_run: bool) -> RepairReport {

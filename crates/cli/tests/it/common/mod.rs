@@ -3,6 +3,7 @@
 //! the one [`assert_nothing_lost`], the `hold-lock` process that plays a host holding a `flock`,
 //! and the redactions of snapshot text.
 
+pub mod case;
 mod run;
 
 pub use run::{traced_mutations, Doctor, Ran};
