@@ -499,7 +499,8 @@ fn action(
 pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPlan, AdminError> {
     let manifest = read_manifest(root, run)?;
     let wanted: BTreeSet<&str> = items.iter().map(String::as_str).collect();
-    let recovered: Vec<(String, Option<String>)> = receipts(root)?
+    // The documents the run's recoveries wrote, each with the rule its receipt names.
+    let recovered: Vec<(String, Option<String>, String)> = receipts(root)?
         .into_iter()
         .filter(|r| {
             r.run == run
@@ -513,7 +514,7 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
                 .get("document_sha256")
                 .and_then(|v| v.as_str())
                 .map(str::to_owned);
-            Some((doc, sha))
+            Some((doc, sha, r.rule))
         })
         .collect();
     for item in &wanted {
@@ -522,7 +523,7 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
             .iter()
             .any(|l| l.original == *item || l.original_as_written == *item)
             || manifest.refused.iter().any(|l| l.original == *item)
-            || recovered.iter().any(|(d, _)| d == item);
+            || recovered.iter().any(|(d, _, _)| d == item);
         if !known {
             return Err(AdminError::NoSuchItem {
                 run: run.to_owned(),
@@ -532,7 +533,7 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
     }
     let selected = |p: &str| wanted.is_empty() || wanted.contains(p);
     let mut out = AdminPlan::default();
-    for (doc, sha) in &recovered {
+    for (doc, sha, rule) in &recovered {
         if !selected(doc) {
             continue;
         }
@@ -546,13 +547,13 @@ pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPla
         if sha.as_deref().is_some_and(|s| s != d.sha256) {
             out.skip(
                 doc,
-                "R3",
+                rule,
                 format!("document changed since run {run} wrote it: kept"),
             );
             continue;
         }
         let mut a = action(
-            "R3",
+            rule,
             "restore",
             ActionKind::SetAside,
             doc,
