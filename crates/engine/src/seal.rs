@@ -9,10 +9,12 @@ use plan::{Plan, PlannedAction, Precondition};
 
 use crate::{Expect, Proposal};
 
-/// One rule's proposals in plan order: sorted by path, duplicates dropped.
+/// One rule's proposals in plan order: sorted by path (stable), and of the same action on the
+/// same path only the first kept, wherever the repeats stand.
 pub(crate) fn order(proposals: &mut Vec<Proposal>) {
     proposals.sort_by(|a, b| a.path.cmp(&b.path));
-    proposals.dedup_by(|a, b| a.path == b.path && a.action == b.action);
+    let mut seen = std::collections::HashSet::new();
+    proposals.retain(|p| seen.insert((p.path.clone(), p.action)));
 }
 
 /// A proposal in plan order, with the rule that made it and the root its path is relative to.
@@ -169,6 +171,26 @@ mod tests {
         assert_eq!(
             (ps[0].path.as_str(), ps[0].reason.as_str()),
             ("a.json", "first")
+        );
+    }
+
+    #[test]
+    fn order_drops_a_repeat_that_another_action_on_the_same_path_separates() {
+        let t = "s/runtime/threads/t.json";
+        let mut ps = vec![
+            file(ActionKind::UnbindThread, t, "first"),
+            file(ActionKind::RecoverThread, t, "r"),
+            file(ActionKind::UnbindThread, t, "second"),
+        ];
+        order(&mut ps);
+        let kept: Vec<(ActionKind, &str)> =
+            ps.iter().map(|p| (p.action, p.reason.as_str())).collect();
+        assert_eq!(
+            kept,
+            [
+                (ActionKind::UnbindThread, "first"),
+                (ActionKind::RecoverThread, "r")
+            ]
         );
     }
 
