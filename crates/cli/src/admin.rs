@@ -58,8 +58,17 @@ fn run_admin(
 /// manifest; sets aside the documents that run's recoveries wrote; receipted.
 pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, RunError> {
     run_admin(opts, AdminCommand::Restore, |root| {
-        exec::admin::plan_restore(root, run, items)
+        exec::admin::plan_restore(root, run, items, &app_line_rule)
     })
+}
+
+/// The rule an item the app set aside is shown under: the sessions rule that sets aside items
+/// of its kind (an item of no stated kind is a document).
+fn app_line_rule(kind: Option<plan::ItemKind>) -> String {
+    let kind = Some(kind.unwrap_or(plan::ItemKind::Document));
+    engine::planner_of(sessions::RULES, plan::ActionKind::SetAside, kind)
+        .unwrap_or("app")
+        .to_owned()
 }
 
 /// `--purge-set-aside --older-than DUR [--force]`: deletes whole set-aside runs older than
@@ -73,4 +82,19 @@ pub fn purge(
     run_admin(opts, AdminCommand::Purge, |root| {
         exec::admin::plan_purge(root, older_than_secs, now, force)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plan::ItemKind;
+
+    #[test]
+    fn the_apps_set_asides_are_shown_under_the_rule_that_sets_aside_their_kind() {
+        assert_eq!(app_line_rule(None), "R1");
+        assert_eq!(app_line_rule(Some(ItemKind::Document)), "R1");
+        assert_eq!(app_line_rule(Some(ItemKind::RuntimeStore)), "R2");
+        assert_eq!(app_line_rule(Some(ItemKind::Directory)), "R5");
+        assert_eq!(app_line_rule(Some(ItemKind::PreviousVersion)), "app");
+    }
 }

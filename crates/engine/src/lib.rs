@@ -194,6 +194,18 @@ pub fn rule_for<'r, P: Pack>(rules: &[&'r dyn Rule<P>], code: &str) -> Option<&'
     rules.iter().copied().find(|r| r.code() == code)
 }
 
+/// The first rule of `rules` that plans `action` on items of `kind`.
+pub fn planner_of<P: Pack>(
+    rules: &[&dyn Rule<P>],
+    action: ActionKind,
+    kind: Option<ItemKind>,
+) -> Option<&'static str> {
+    rules
+        .iter()
+        .find(|r| r.plans().contains(&(action, kind)))
+        .map(|r| r.code())
+}
+
 /// Whether an action carries exactly the fields its kind has: a `from` on a set-aside, say,
 /// would make the precondition be checked against another file.
 fn fields_fit(a: &PlannedAction) -> bool {

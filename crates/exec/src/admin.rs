@@ -236,14 +236,9 @@ fn relative_to_s(root: &Root, p: &str) -> Result<String, String> {
     Ok(rel.join("/"))
 }
 
-/// The rule the app's set-aside of an item of `kind` corresponds to.
-fn app_rule(kind: Option<ItemKind>) -> &'static str {
-    match kind {
-        Some(ItemKind::RuntimeStore) => "R2",
-        Some(ItemKind::Directory) => "R5",
-        _ => "R1",
-    }
-}
+/// The rule an item the app set aside is shown under, by the item's kind. The caller knows the
+/// pack's registry (`engine::planner_of`); the executor names no rule.
+pub type Attribute<'a> = &'a dyn Fn(Option<ItemKind>) -> String;
 
 /// An app line's kind and digest, from its `detail`.
 fn app_kind(detail: &Option<AppDetail>) -> (Option<ItemKind>, Option<Precondition>) {
@@ -263,7 +258,12 @@ fn app_kind(detail: &Option<AppDetail>) -> (Option<ItemKind>, Option<Preconditio
     }
 }
 
-fn item_of(root: &Root, run: &str, line: AnyManifestLine) -> Result<SetAsideItem, RefusedLine> {
+fn item_of(
+    root: &Root,
+    run: &str,
+    line: AnyManifestLine,
+    attribute: Attribute<'_>,
+) -> Result<SetAsideItem, RefusedLine> {
     let (writer, original, moved_to, rule, reason, kind, promise) = match line {
         AnyManifestLine::Doctor(l) => {
             let promise = promised(&l);
@@ -283,7 +283,7 @@ fn item_of(root: &Root, run: &str, line: AnyManifestLine) -> Result<SetAsideItem
                 Writer::App,
                 l.original,
                 l.moved_to,
-                app_rule(kind).to_owned(),
+                attribute(kind),
                 l.reason,
                 kind,
                 promise,
@@ -328,8 +328,13 @@ fn item_of(root: &Root, run: &str, line: AnyManifestLine) -> Result<SetAsideItem
     })
 }
 
-/// The manifest of run `run`, the doctor's lines and the app's alike, paths relative to S.
-pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
+/// The manifest of run `run`, the doctor's lines and the app's alike, paths relative to S; the
+/// app's lines are shown under the rule `attribute` gives.
+pub fn read_manifest(
+    root: &Root,
+    run: &str,
+    attribute: Attribute<'_>,
+) -> Result<Manifest, AdminError> {
     if !RunId::is_valid(run) {
         return Err(AdminError::NoSuchRun {
             run: run.to_owned(),
@@ -348,7 +353,7 @@ pub fn read_manifest(root: &Root, run: &str) -> Result<Manifest, AdminError> {
     let mut manifest = Manifest::default();
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for line in lines {
-        match item_of(root, run, line) {
+        match item_of(root, run, line, attribute) {
             // A later line for the same `moved_to` corrects an earlier one (a move that moved
             // something other than what was checked records what it moved): the last counts.
             Ok(item) => match at.get(&item.moved_to) {
@@ -496,8 +501,13 @@ fn action(
 /// lie under S (anything else is refused by name); a document is verified against its
 /// `detail.sha256`; a store or directory, which has no digest, must be found where the line
 /// says, as the kind it says, and moves back as that kind (a store by the store-move protocol).
-pub fn plan_restore(root: &Root, run: &str, items: &[String]) -> Result<AdminPlan, AdminError> {
-    let manifest = read_manifest(root, run)?;
+pub fn plan_restore(
+    root: &Root,
+    run: &str,
+    items: &[String],
+    attribute: Attribute<'_>,
+) -> Result<AdminPlan, AdminError> {
+    let manifest = read_manifest(root, run, attribute)?;
     let wanted: BTreeSet<&str> = items.iter().map(String::as_str).collect();
     // The documents the run's recoveries wrote, each with the rule its receipt names.
     let recovered: Vec<(String, Option<String>, String)> = receipts(root)?
@@ -748,7 +758,8 @@ fn verify_run(
 ) -> Result<(), Unverified> {
     use Unverified::Mismatch;
     // No manifest: a run killed before its first line; then it must hold nothing at all.
-    let manifest = match read_manifest(root, run) {
+    // Which rule an app line is shown under does not matter to the check.
+    let manifest = match read_manifest(root, run, &|_| String::new()) {
         Ok(m) => m,
         Err(AdminError::NoSuchRun { .. }) => Manifest::default(),
         Err(e) => return Err(Mismatch(e.to_string())),
