@@ -35,10 +35,12 @@ impl Rule for OrphanArtifactDir {
     fn plan(&self, cx: &Context<'_>) -> RuleOutput {
         let mut out = RuleOutput::default();
         for dir in &cx.inventory.session_dirs {
-            if !dir.artifact_only
-                || cx.refs.known_sessions.contains(&dir.id)
-                || cx.refs.live_sessions.contains(&dir.id)
-            {
+            if !dir.artifact_only || cx.refs.known_sessions.contains(&dir.id) {
+                continue;
+            }
+            // A live session's directory is kept, and counted as kept (rules.md, Version 2).
+            if cx.refs.live_sessions.contains(&dir.id) {
+                out.counts.artifact_dirs_kept += 1;
                 continue;
             }
             let idle = cx.config.now.0.saturating_sub(dir.newest_mtime);

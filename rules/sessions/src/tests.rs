@@ -560,6 +560,23 @@ fn r5_never_touches_the_artifact_dir_of_a_known_or_live_session() {
 }
 
 #[test]
+fn r5_counts_the_artifact_dir_of_a_live_session_as_kept() {
+    // rules.md, Version 2: `artifact_dirs_kept` counts those kept as named, recent or live.
+    let mut live = inventory(vec![], vec![artifact_dir("art", 48 * HOUR)]);
+    live.live_sessions.insert("art".into());
+    assert_eq!(plan(&OrphanArtifactDir, &live).counts.artifact_dirs_kept, 1);
+    // A known session's directory is not the rule's to keep: not counted.
+    let known = inventory(
+        vec![readable("art", None)],
+        vec![artifact_dir("art", 48 * HOUR)],
+    );
+    assert_eq!(
+        plan(&OrphanArtifactDir, &known).counts.artifact_dirs_kept,
+        0
+    );
+}
+
+#[test]
 fn r5_leaves_a_directory_that_holds_a_store() {
     nothing(&plan(&OrphanArtifactDir, &one_store(vec![], vec![])));
 }
