@@ -112,14 +112,30 @@ fn with_progress<T>(message: &'static str, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Writes to standard output through `write`. A reader that went away (`doctor … | head -1`)
+/// ends the output quietly (cli.md: no panic, no backtrace); any other failure to write is said
+/// on stderr.
+fn emit(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("doctor: cannot write the report: {e}");
+        }
+    }
+}
+
 /// Streams `value` as pretty JSON to standard output (never built whole in memory: a report of
 /// a large store is large).
 fn print_json(value: &impl serde::Serialize) {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
-        let _ = out.write_all(b"\n");
-    }
-    let _ = out.flush();
+    emit(|out| {
+        serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+        out.write_all(b"\n")
+    });
+}
+
+/// Writes a human report to standard output.
+fn print_text(text: &str) {
+    emit(|out| out.write_all(text.as_bytes()));
 }
 
 /// Runs the `doctor` command line: parses the arguments, runs the command, and gives the exit
@@ -146,7 +162,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         if args.json {
             print_json(&report);
         } else {
-            print!("{}", report.render_human());
+            print_text(&report.render_human());
         }
         return Ok(exit_of(&report));
     }
@@ -172,7 +188,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         if args.json {
             print_json(&report);
         } else {
-            print!("{}", report.render_human());
+            print_text(&report.render_human());
         }
         let failed = report
             .outcomes
@@ -185,7 +201,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
         if args.json {
             print_json(&status);
         } else {
-            print!("{}", status.render_human());
+            print_text(&status.render_human());
         }
         return Ok(0);
     }
@@ -215,7 +231,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
     if args.json {
         print_json(&report);
     } else {
-        print!("{}", report.render_human());
+        print_text(&report.render_human());
     }
     if args.check && !report.plan.actions.is_empty() {
         return Ok(3);
@@ -261,7 +277,7 @@ fn run_sweep(args: &Args) -> u8 {
     if args.json {
         print_json(&report);
     } else {
-        print!("{}", report.render_human());
+        print_text(&report.render_human());
     }
     if args.check && !report.plan.actions.is_empty() {
         return 3;

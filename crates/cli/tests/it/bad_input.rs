@@ -520,3 +520,32 @@ fn float_and_oversized_schema_versions_are_newer() {
         );
     }
 }
+
+/// cli.md, Version 2: a closed stdout (`doctor … | head -1`) ends the run quietly: no panic, no
+/// backtrace, the run's own exit code.
+#[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+    for json in [false, true] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_doctor"));
+        cmd.args(["--repair-sessions", "--dry-run", "--sessions-dir"])
+            .arg(&demo)
+            .env("RUST_BACKTRACE", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd.spawn().unwrap();
+        // The reader goes away before the report is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "json: {json}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "json: {json}: {stderr}"
+        );
+    }
+}
