@@ -79,8 +79,17 @@ impl Rule for DanglingThreadBinding {
                 let settled = store.held
                     || cx.refs.known_sessions.contains(sid)
                     || cx.refs.live_sessions.contains(sid);
-                // No projected digest: the record could not be re-read as a thread.
-                if settled || t.unbound_digest.is_none() || cx.is_live_path(&store.thread_path(t)) {
+                if settled || cx.is_live_path(&store.thread_path(t)) {
+                    continue;
+                }
+                // No projected digest: the record could not be read again to plan its rewrite.
+                if t.unbound_digest.is_none() {
+                    out.skipped.push(Skipped {
+                        path: store.thread_path(t),
+                        rule: self.code().into(),
+                        why: "the record could not be read again to plan the unbind: left in place"
+                            .into(),
+                    });
                     continue;
                 }
                 out.proposals.push(Proposal {

@@ -243,6 +243,22 @@ fn r1_never_sets_aside_the_document_of_a_live_session() {
 // ---- R4 dangling-thread-binding ----------------------------------------------------------
 
 #[test]
+fn r4_reports_a_dangling_thread_whose_rewrite_could_not_be_planned() {
+    let mut t = thread("t1", Some("gone"));
+    t.unbound_digest = None;
+    let inv = inventory(vec![], vec![session_dir("a", vec![store("a", vec![t])])]);
+    let out = plan(&DanglingThreadBinding, &inv);
+    assert!(out.proposals.is_empty());
+    assert_eq!(out.skipped.len(), 1, "{:?}", out.skipped);
+    assert_eq!(out.skipped[0].path, "a/runtime/threads/t1.json");
+    assert!(
+        out.skipped[0].why.contains("could not be read again"),
+        "{}",
+        out.skipped[0].why
+    );
+}
+
+#[test]
 fn r4_unbinds_a_thread_whose_session_has_no_document() {
     let inv = inventory(
         vec![],
