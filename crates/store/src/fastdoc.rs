@@ -59,7 +59,9 @@ fn one() -> u64 {
 }
 
 /// `SavedSession` with the same fields; messages and the journal are checked, not kept.
+// Fields read only to check them, as the model reads them.
 #[derive(Deserialize)]
+#[allow(dead_code)]
 struct Doc<'a> {
     #[serde(default = "one")]
     schema_version: u64,
@@ -69,31 +71,22 @@ struct Doc<'a> {
     #[serde(default, borrow)]
     journal: Option<Journal<'a>>,
     #[serde(default)]
-    #[allow(dead_code)]
     leaf_id: Option<Str>,
     #[serde(default)]
-    #[allow(dead_code)]
     system_prompt: Option<Str>,
     #[serde(default)]
-    #[allow(dead_code)]
     context_references: Option<Vec<ContextReference>>,
     #[serde(default)]
-    #[allow(dead_code)]
     artifacts: Option<Vec<Map<String, Value>>>,
     #[serde(default)]
-    #[allow(dead_code)]
     approval_receipts: Option<Vec<Value>>,
     #[serde(default)]
-    #[allow(dead_code)]
     work_state: Option<Map<String, Value>>,
     #[serde(default)]
-    #[allow(dead_code)]
     window_title: Option<Str>,
     #[serde(default)]
-    #[allow(dead_code)]
     last_auto_route: Option<Map<String, Value>>,
     #[serde(default)]
-    #[allow(dead_code)]
     turn_outcomes: Option<Vec<Map<String, Value>>>,
 }
 
@@ -172,7 +165,7 @@ impl<'de> Deserialize<'de> for Str {
     }
 }
 
-/// Accepts a string and tells whether it is one of `known` (all strings when `known` is empty).
+/// Accepts any string, borrowed or unescaped into serde_json's scratch buffer, and keeps nothing.
 struct StrVisitor;
 
 impl Visitor<'_> for StrVisitor {
