@@ -1,7 +1,7 @@
 //! Restoring a set-aside run and purging old ones.
 
-use exec::RunId;
 use fsroot::{Root, WritableRoot};
+use store::ids::RunId;
 
 use crate::repair::{absolute, open_error};
 use crate::{AdminReport, RepairOptions, RunError};
@@ -19,46 +19,43 @@ pub enum AdminCommand {
 fn run_admin(
     opts: &RepairOptions,
     command: AdminCommand,
-    plan: impl Fn(&Root) -> Result<exec::admin::AdminPlan, exec::admin::AdminError>,
+    plan: impl Fn(&Root) -> Result<engine::admin::AdminPlan, engine::admin::AdminError>,
 ) -> Result<AdminReport, RunError> {
     let dir = &opts.sessions_dir;
     let run = RunId::new(opts.clock.now());
     if opts.dry_run {
         let root = Root::open(dir).map_err(|e| open_error(dir, e))?;
         let planned = plan(&root)?;
-        let mut errors = Vec::new();
-        let ours = planned.interrupted_writes(&root, &mut errors);
-        let temps = exec::removable_interrupted_writes(&root, &ours, &mut errors);
-        let mut report = AdminReport::new(command, absolute(dir), run, planned, None);
-        report.interrupted_writes = temps;
-        report.summary.errors.extend(errors);
-        return Ok(report);
+        return Ok(AdminReport::new(command, absolute(dir), run, planned, None));
     }
     let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
         return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
+    // A restore killed while it wrote a record left that write's temporary file: its removal
+    // heads the plan, applied and receipted like every action.
     let planned = plan(&root)?;
-    // A restore killed while it wrote a record left that write's temporary file: removed first,
-    // receipted, as a repair removes them.
-    let mut errors = Vec::new();
-    let ours = planned.interrupted_writes(&root, &mut errors);
-    let temps = exec::removable_interrupted_writes(&root, &ours, &mut errors);
-    let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
-    let applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
-    let mut report = AdminReport::new(command, absolute(dir), run, planned, Some(applied));
-    report.interrupted_writes = cleanup.removed;
-    report.records_failed |= cleanup.records_failed;
-    report.summary.errors.extend(errors);
-    report.summary.errors.extend(cleanup.errors);
-    Ok(report)
+    let applied = exec::execute(
+        &mut exec::SessionsTarget::new(&root),
+        &lock,
+        &planned.plan,
+        &run,
+        opts.clock,
+    );
+    Ok(AdminReport::new(
+        command,
+        absolute(dir),
+        run,
+        planned,
+        Some(applied),
+    ))
 }
 
 /// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the
 /// manifest; sets aside the documents that run's recoveries wrote; receipted.
 pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, RunError> {
     run_admin(opts, AdminCommand::Restore, |root| {
-        exec::admin::plan_restore(root, run, items, &app_line_rule)
+        engine::admin::plan_restore(root, run, items, &app_line_rule)
     })
 }
 
@@ -80,7 +77,7 @@ pub fn purge(
 ) -> Result<AdminReport, RunError> {
     let now = opts.clock.now();
     run_admin(opts, AdminCommand::Purge, |root| {
-        exec::admin::plan_purge(root, older_than_secs, now, force)
+        engine::admin::plan_purge(root, older_than_secs, now, force)
     })
 }
 

@@ -23,7 +23,7 @@ pub enum RunError {
     Fs(#[from] fsroot::Error),
     /// A restore or purge that cannot be planned (exit 2 for a bad run or item, else 1).
     #[error(transparent)]
-    Admin(#[from] exec::admin::AdminError),
+    Admin(#[from] engine::admin::AdminError),
 }
 
 impl RunError {
@@ -33,7 +33,7 @@ impl RunError {
             RunError::MissingDir(_) | RunError::BadPlan(_) | RunError::BadEnvironment(_) => 2,
             RunError::Busy(_) => 75,
             RunError::Fs(_) => 1,
-            RunError::Admin(exec::admin::AdminError::Fs(_)) => 1,
+            RunError::Admin(engine::admin::AdminError::Fs(_)) => 1,
             RunError::Admin(_) => 2,
         }
     }

@@ -2,13 +2,15 @@
 
 use std::fmt::Write as _;
 
+use engine::records::LastRun;
 use engine::Planned;
-use exec::{Applied, LastRun, RunId};
+use exec::Applied;
 use plan::{
     notice_line, render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile,
     PlannedAction, Skipped, Summary,
 };
 use serde::Serialize;
+use store::ids::RunId;
 
 /// The JSON document of `--repair-sessions` and `--apply-plan`.
 #[derive(Debug, Clone, Serialize)]
@@ -33,7 +35,8 @@ pub struct RepairReport {
     pub ignored: Vec<String>,
     /// Bindings that bind nothing the doctor may act on.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
-    /// Temporary files of interrupted doctor writes this run removes (dry run: would remove).
+    /// The paths of the plan's housekeeping actions (temporary files of interrupted doctor
+    /// writes): all of them in a dry run, the applied ones in a real run.
     pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
@@ -60,7 +63,7 @@ impl RepairReport {
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
-            interrupted_writes: planned.interrupted_writes,
+            interrupted_writes: interrupted_writes(&planned.plan.actions, None),
             ignored_why: planned.ignored_why,
             late_failure: false,
             plan: planned.plan,
@@ -73,18 +76,18 @@ impl RepairReport {
         planned: Planned,
         applied: Applied,
     ) -> RepairReport {
-        let actions = counted(&planned.plan.actions, &applied.outcomes);
+        let actions = counted(&planned.plan, &applied, &run);
         RepairReport {
             schema_version: 1,
             dry_run: false,
             sessions_dir,
             run: run.0,
-            outcomes: applied.outcomes,
-            summary: merged(merged(planned.counts, &actions), &applied.summary),
+            summary: merged(planned.counts, &actions),
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
-            interrupted_writes: planned.interrupted_writes,
+            interrupted_writes: interrupted_writes(&planned.plan.actions, Some(&applied.outcomes)),
+            outcomes: applied.outcomes,
             ignored_why: planned.ignored_why,
             late_failure: applied.records_failed,
             plan: planned.plan,
@@ -115,10 +118,7 @@ impl RepairReport {
     }
 
     pub(crate) fn from_plan_file(file: PlanFile, run: RunId, applied: Applied) -> RepairReport {
-        let mut summary = merged(
-            counted(&file.plan.actions, &applied.outcomes),
-            &applied.summary,
-        );
+        let mut summary = counted(&file.plan, &applied, &run);
         summary.actions_deferred = file.plan.deferred;
         summary.limit_reached = file.plan.deferred > 0;
         RepairReport {
@@ -126,12 +126,12 @@ impl RepairReport {
             dry_run: false,
             sessions_dir: file.sessions_dir,
             run: run.0,
+            interrupted_writes: interrupted_writes(&file.plan.actions, Some(&applied.outcomes)),
             outcomes: applied.outcomes,
             summary,
             skipped: Vec::new(),
             ignored: Vec::new(),
             unusable_bindings: Vec::new(),
-            interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
             late_failure: applied.records_failed,
             plan: file.plan,
@@ -147,7 +147,6 @@ impl RepairReport {
             &self.outcomes,
             self.dry_run,
         ));
-        render_interrupted(&mut s, &self.interrupted_writes, self.dry_run);
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }
@@ -323,9 +322,9 @@ pub struct AdminReport {
     pub skipped: Vec<Skipped>,
     /// Counts (planned for a dry run, done for a real run).
     pub summary: AdminSummary,
-    /// Temporary files of interrupted doctor writes this command removes first (dry run: would
-    /// remove): those in `.reconcile/`, and for a restore those next to the records it
-    /// rewrites.
+    /// The paths of the plan's housekeeping actions (temporary files of interrupted doctor
+    /// writes in `.reconcile/` and, for a restore, next to the records it rewrites): all of them
+    /// in a dry run, the applied ones in a real run.
     pub interrupted_writes: Vec<String>,
     /// A receipt or a cleanup could not be done: the run exits 1.
     #[serde(skip)]
@@ -337,20 +336,25 @@ impl AdminReport {
         command: crate::AdminCommand,
         sessions_dir: String,
         run: RunId,
-        planned: exec::admin::AdminPlan,
+        planned: engine::admin::AdminPlan,
         applied: Option<Applied>,
     ) -> AdminReport {
         let dry_run = applied.is_none();
         let records_failed = applied.as_ref().is_some_and(|a| a.records_failed);
-        let (outcomes, errors) = match applied {
-            Some(a) => (a.outcomes, a.summary.errors),
+        let (outcomes, mut errors) = match applied {
+            Some(a) => (a.outcomes, a.errors),
             None => (Vec::new(), Vec::new()),
         };
+        errors.splice(0..0, planned.errors);
         let mut summary = AdminSummary {
             errors,
             ..AdminSummary::default()
         };
         for a in &planned.plan.actions {
+            // Housekeeping is shown by its own lines and `interrupted_writes`, not counted.
+            if a.rule == engine::housekeeping::CODE {
+                continue;
+            }
             let done = dry_run
                 || outcomes
                     .iter()
@@ -359,7 +363,7 @@ impl AdminReport {
                 summary.items_skipped += 1;
                 continue;
             }
-            match a.action {
+            match a.action.kind() {
                 plan::ActionKind::Restore => summary.items_restored += 1,
                 plan::ActionKind::SetAside => summary.documents_set_aside += 1,
                 plan::ActionKind::Purge => {
@@ -372,6 +376,8 @@ impl AdminReport {
             }
         }
         summary.items_skipped += planned.skipped.len() as u64;
+        let interrupted_writes =
+            interrupted_writes(&planned.plan.actions, (!dry_run).then_some(&outcomes));
         AdminReport {
             schema_version: 1,
             command,
@@ -382,7 +388,7 @@ impl AdminReport {
             outcomes,
             skipped: planned.skipped,
             summary,
-            interrupted_writes: Vec::new(),
+            interrupted_writes,
             records_failed,
         }
     }
@@ -395,7 +401,6 @@ impl AdminReport {
             &self.outcomes,
             self.dry_run,
         ));
-        render_interrupted(&mut s, &self.interrupted_writes, self.dry_run);
         for k in &self.skipped {
             let _ = writeln!(s, "{}", render_skipped(k));
         }
@@ -420,15 +425,20 @@ impl AdminReport {
     }
 }
 
-/// One line per temporary file of an interrupted doctor write that a run removes (or would).
-fn render_interrupted(s: &mut String, temps: &[String], dry_run: bool) {
-    let verb = if dry_run { "would remove" } else { "removed" };
-    for t in temps {
-        let _ = writeln!(
-            s,
-            "{verb} {t}  (temporary file of an interrupted doctor write)"
-        );
-    }
+/// The temporary files of interrupted doctor writes a plan removes: all of its housekeeping
+/// actions for a dry run (`outcomes` is `None`), the applied ones for a real run.
+fn interrupted_writes(actions: &[PlannedAction], outcomes: Option<&Vec<Outcome>>) -> Vec<String> {
+    actions
+        .iter()
+        .filter(|a| a.action == plan::Action::RemoveTemp)
+        .filter(|a| {
+            outcomes.is_none_or(|os| {
+                os.iter()
+                    .any(|o| o.seq == a.seq && o.outcome == OutcomeKind::Applied)
+            })
+        })
+        .map(|a| a.path.clone())
+        .collect()
 }
 
 /// `base` with `more` added ([`Summary`]'s `+=`).
@@ -437,15 +447,20 @@ fn merged(mut base: Summary, more: &Summary) -> Summary {
     base
 }
 
-/// The counts of the actions whose outcome is `applied`, each counted by its rule.
-fn counted(actions: &[PlannedAction], outcomes: &[Outcome]) -> Summary {
-    let done: std::collections::BTreeSet<u64> = outcomes
-        .iter()
-        .filter(|o| o.outcome == OutcomeKind::Applied)
-        .map(|o| o.seq)
-        .collect();
-    engine::count_actions(
-        sessions::RULES,
-        actions.iter().filter(|a| done.contains(&a.seq)),
-    )
+/// The counts of the actions of `plan` whose outcome is `applied`, each counted by its rule,
+/// with the errors of applying them and the run's set-aside directory when an applied action
+/// wrote into it (a set-aside, or a rewrite's previous version).
+fn counted(plan: &Plan, applied: &Applied, run: &RunId) -> Summary {
+    let mut summary = engine::count_actions(sessions::RULES, applied.applied(plan));
+    let filled = applied.applied(plan).any(|a| {
+        !matches!(
+            a.action,
+            plan::Action::Purge | plan::Action::RemoveTemp | plan::Action::ReclaimDir { .. }
+        )
+    });
+    if filled {
+        summary.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
+    }
+    summary.errors.clone_from(&applied.errors);
+    summary
 }

@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use exec::{LastRun, RunId};
+use engine::records::LastRun;
 use fsroot::{Root, WritableRoot};
 use plan::PlanFile;
+use store::ids::RunId;
 use store::Clock;
 
 use crate::{RepairOptions, RepairReport, RunError};
@@ -31,12 +32,7 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     let run = RunId::new(config.now);
     if opts.dry_run {
         let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
-        let mut planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-        planned.interrupted_writes = exec::removable_interrupted_writes(
-            &root,
-            &planned.interrupted_writes,
-            &mut planned.counts.errors,
-        );
+        let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
         return Ok(RepairReport::dry(
             absolute(&opts.sessions_dir),
             run,
@@ -51,17 +47,13 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
         ));
     };
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
-    let mut listing_errors = Vec::new();
-    let temps =
-        exec::removable_interrupted_writes(&root, &planned.interrupted_writes, &mut listing_errors);
-    let cleanup = exec::remove_interrupted_writes(&root, &lock, &temps, &run, opts.clock);
-    let mut applied = exec::apply_plan(&root, &lock, &planned.plan, &run, opts.clock);
-    // A removal without its receipt fails the run, as an action without one does.
-    applied.records_failed |= cleanup.records_failed;
-    applied.summary.errors.extend(listing_errors);
-    applied.summary.errors.extend(cleanup.errors);
-    let mut planned = planned;
-    planned.interrupted_writes = cleanup.removed;
+    let applied = exec::execute(
+        &mut exec::SessionsTarget::new(&root),
+        &lock,
+        &planned.plan,
+        &run,
+        opts.clock,
+    );
     let mut report = RepairReport::applied(absolute(&opts.sessions_dir), run, planned, applied);
     finish_or_note(&root, &mut report, opts.clock);
     Ok(report)
@@ -119,7 +111,13 @@ pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunErr
         return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
     let run = RunId::new(clock.now());
-    let applied = exec::apply_plan(&root, &lock, &file.plan, &run, clock);
+    let applied = exec::execute(
+        &mut exec::SessionsTarget::new(&root),
+        &lock,
+        &file.plan,
+        &run,
+        clock,
+    );
     let mut report = RepairReport::from_plan_file(file, run, applied);
     finish_or_note(&root, &mut report, clock);
     Ok(report)

@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
-use exec::{LastRun, RunId};
+use engine::records::LastRun;
 use fsroot::Root;
+use store::ids::RunId;
 use store::ids::SET_ASIDE_DIR;
 
 use crate::repair::{absolute, open_error};

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use engine::liveness::ProcessRefs;
 use engine::{BuildConfig, BuildPlanned, Interrupted};
-use exec::{PendingDeletion, ReclaimTargets, Reclaimed, RunId};
+use exec::{BuildDirsTarget, PendingDeletion};
 use fsroot::procfs::Procfs;
 use fsroot::{Root, WritableRoot};
 use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
+use store::ids::RunId;
 use store::Clock;
 
 /// The receipts of build-dirs runs, in the state directory: one JSON line per action.
@@ -348,15 +349,23 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
         build_dirs::RULES,
         &config(uid),
     );
-    let targets = ReclaimTargets {
+    let mut target = BuildDirsTarget {
         roots: &roots,
         procfs: &procfs,
         uid,
         state: &state,
         receipts_file: RECEIPTS_FILE,
         pending: &pending,
+        dirs_reclaimed: 0,
+        bytes_freed: 0,
     };
-    let reclaimed = exec::apply_reclaim(&targets, &lock, &planned.plan, &run, opts.clock);
+    let mut applied = exec::execute(&mut target, &lock, &planned.plan, &run, opts.clock);
+    applied.errors.extend(target.drop_stale_pending());
+    let reclaimed = Reclaimed {
+        dirs_reclaimed: target.dirs_reclaimed,
+        bytes_freed: target.bytes_freed,
+        applied,
+    };
     Ok(SweepReport::new(
         false,
         run,
@@ -367,6 +376,14 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
         notes,
         receipts_file,
     ))
+}
+
+/// What applying a build-dirs plan did.
+#[derive(Debug)]
+struct Reclaimed {
+    dirs_reclaimed: u64,
+    bytes_freed: u64,
+    applied: exec::Applied,
 }
 
 impl SweepReport {
@@ -410,9 +427,9 @@ impl SweepReport {
             Some(r) => {
                 summary.dirs_reclaimed = r.dirs_reclaimed;
                 summary.bytes_freed = r.bytes_freed;
-                summary.errors.extend(r.errors);
-                outcomes = r.outcomes;
-                receipt_failed = r.receipt_failed;
+                summary.errors.extend(r.applied.errors);
+                outcomes = r.applied.outcomes;
+                receipt_failed = r.applied.records_failed;
             }
         }
         SweepReport {

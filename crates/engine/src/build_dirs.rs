@@ -212,7 +212,6 @@ pub fn plan_build_dirs(
                 }));
             ordered.extend(result.proposals.into_iter().map(|p| Ordered {
                 root,
-                root_label: Some(label.to_string()),
                 code: rule.code(),
                 name: rule.name(),
                 proposal: p,

@@ -6,8 +6,12 @@
 //! is its scan and the digests of directory preconditions, both through a `&Root`, which cannot
 //! write.
 
+pub mod admin;
 mod build_dirs;
+pub mod housekeeping;
+pub mod judge;
 pub mod liveness;
+pub mod records;
 mod seal;
 
 pub use build_dirs::{
@@ -19,7 +23,7 @@ use std::collections::BTreeSet;
 
 pub use fsroot::EntryKind;
 use fsroot::Root;
-use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
 use refset::ReferenceSet;
 use store::{Inventory, Timestamp};
 
@@ -88,14 +92,10 @@ pub enum Expect {
 /// An action as a rule proposes it, before ordering and sealing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
-    /// What it does.
-    pub action: ActionKind,
-    /// The item, relative to S.
+    /// What it does, with the fields its kind needs.
+    pub action: Action,
+    /// The item, relative to S (to the root, for B1).
     pub path: String,
-    /// For `set_aside`.
-    pub kind: Option<ItemKind>,
-    /// For R3.
-    pub document: Option<String>,
     /// Why.
     pub reason: String,
     /// What it expects.
@@ -206,41 +206,23 @@ pub fn planner_of<P: Pack>(
         .map(|r| r.code())
 }
 
-/// Whether an action carries exactly the fields its kind has: a `from` on a set-aside, say,
-/// would make the precondition be checked against another file.
-fn fields_fit(a: &PlannedAction) -> bool {
-    a.from.is_none()
-        && match a.action {
-            ActionKind::ReclaimDir => a.root.is_some() && a.kind.is_none() && a.document.is_none(),
-            ActionKind::SetAside => a.root.is_none() && a.kind.is_some() && a.document.is_none(),
-            ActionKind::RecoverThread | ActionKind::BindThread => {
-                a.root.is_none() && a.kind.is_none() && a.document.is_some()
-            }
-            _ => a.root.is_none() && a.kind.is_none() && a.document.is_none(),
-        }
-}
-
 /// Checks every action of a saved plan against the pack's registry: its rule is in the pack,
 /// plans that kind of action, and accepts its path. The error names the first offending
 /// action.
 pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), String> {
     for a in &plan.actions {
-        let why = if !fields_fit(a) {
-            Some("carries fields its kind of action never has".to_owned())
-        } else {
-            let fits = rule_for(rules, &a.rule)
-                .is_some_and(|r| r.plans().contains(&(a.action, a.kind)) && r.accepts(a));
-            (!fits).then(|| {
-                format!(
-                    "not an action the {} pack plans on a path of that shape",
-                    P::NAME
-                )
-            })
-        };
-        if let Some(why) = why {
+        let fits = housekeeping::accepts(a)
+            || rule_for(rules, &a.rule).is_some_and(|r| {
+                r.plans().contains(&(a.action.kind(), a.action.item())) && r.accepts(a)
+            });
+        if !fits {
             return Err(format!(
-                "action {} ({} {:?} {}): {why}",
-                a.seq, a.rule, a.action, a.path
+                "action {} ({} {:?} {}): not an action the {} pack plans on a path of that shape",
+                a.seq,
+                a.rule,
+                a.action.kind(),
+                a.path,
+                P::NAME
             ));
         }
     }
@@ -275,8 +257,6 @@ pub struct Planned {
     pub ignored_why: Vec<(String, &'static str)>,
     /// Bindings that bind nothing, for the report.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
-    /// Temporary files of interrupted doctor writes; a real run removes them first.
-    pub interrupted_writes: Vec<String>,
 }
 
 /// Scans S (and, read-only, what `$CODEWHALE_HOME` holds that names sessions or pins stores)
@@ -296,14 +276,14 @@ pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroo
         &config.now.to_string(),
         &|id| refs.known_sessions.contains(id),
     );
-    Ok(plan_inventory(
+    let mut planned = plan_inventory(root, &inventory, refs, &recoverable, rules, config);
+    let temps = housekeeping::plan_interrupted_writes(
         root,
-        &inventory,
-        refs,
-        &recoverable,
-        rules,
-        config,
-    ))
+        &inventory.interrupted_writes,
+        &mut planned.counts.errors,
+    );
+    housekeeping::prepend(&mut planned.plan, temps);
+    Ok(planned)
 }
 
 /// The R3 gate (rules.md, Version 2): stores nobody holds, with no newer-schema thread, that no
@@ -347,7 +327,6 @@ pub fn plan_inventory(
         out.skipped.extend(result.skipped);
         ordered.extend(result.proposals.into_iter().map(|p| seal::Ordered {
             root,
-            root_label: None,
             code: rule.code(),
             name: rule.name(),
             proposal: p,
@@ -369,7 +348,6 @@ pub fn plan_inventory(
         .map(|i| (i.path.clone(), i.why))
         .collect();
     out.unusable_bindings = refs.unusable_bindings.clone();
-    out.interrupted_writes = inventory.interrupted_writes.clone();
     out
 }
 

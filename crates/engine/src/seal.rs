@@ -14,15 +14,13 @@ use crate::{Expect, Proposal};
 pub(crate) fn order(proposals: &mut Vec<Proposal>) {
     proposals.sort_by(|a, b| a.path.cmp(&b.path));
     let mut seen = std::collections::HashSet::new();
-    proposals.retain(|p| seen.insert((p.path.clone(), p.action)));
+    proposals.retain(|p| seen.insert((p.path.clone(), p.action.kind())));
 }
 
 /// A proposal in plan order, with the rule that made it and the root its path is relative to.
 pub(crate) struct Ordered<'r> {
     /// The root the path is relative to (digests are taken through it).
     pub root: &'r Root,
-    /// The plan's `root` field: the absolute root for packs that work on several.
-    pub root_label: Option<String>,
     /// Rule code.
     pub code: &'static str,
     /// Rule name.
@@ -77,10 +75,6 @@ pub(crate) fn bound_and_seal(mut ordered: Vec<Ordered<'_>>, max_actions: usize) 
             rule_name: o.name.to_owned(),
             action: p.action,
             path: p.path,
-            kind: p.kind,
-            document: p.document,
-            from: None,
-            root: o.root_label,
             reason: p.reason,
             precondition,
         });
@@ -96,15 +90,19 @@ mod tests {
 
     use super::*;
     use crate::Effect;
-    use plan::ActionKind;
+    use plan::{Action, ActionKind, ItemKind};
+
+    fn recover() -> Action {
+        Action::RecoverThread {
+            document: "t.json".into(),
+        }
+    }
 
     /// A proposal with a known file precondition whose digest names the path.
-    fn file(action: ActionKind, path: &str, reason: &str) -> Proposal {
+    fn file(action: Action, path: &str, reason: &str) -> Proposal {
         Proposal {
             action,
             path: path.into(),
-            kind: None,
-            document: None,
             reason: reason.into(),
             expect: Expect::Known(known(path)),
             effect: Effect::None,
@@ -119,7 +117,13 @@ mod tests {
     }
 
     fn set_aside(path: &str) -> Proposal {
-        file(ActionKind::SetAside, path, "r")
+        file(
+            Action::SetAside {
+                kind: ItemKind::Document,
+            },
+            path,
+            "r",
+        )
     }
 
     fn root() -> Root {
@@ -132,7 +136,6 @@ mod tests {
             .into_iter()
             .map(|(code, proposal)| Ordered {
                 root,
-                root_label: None,
                 code,
                 name: "some-rule",
                 proposal,
@@ -162,9 +165,21 @@ mod tests {
     #[test]
     fn order_drops_a_repeated_action_on_the_same_path_keeping_the_first() {
         let mut ps = vec![
-            file(ActionKind::SetAside, "a.json", "first"),
+            file(
+                Action::SetAside {
+                    kind: ItemKind::Document,
+                },
+                "a.json",
+                "first",
+            ),
             set_aside("b.json"),
-            file(ActionKind::SetAside, "a.json", "second"),
+            file(
+                Action::SetAside {
+                    kind: ItemKind::Document,
+                },
+                "a.json",
+                "second",
+            ),
         ];
         order(&mut ps);
         assert_eq!(ps.len(), 2);
@@ -178,13 +193,15 @@ mod tests {
     fn order_drops_a_repeat_that_another_action_on_the_same_path_separates() {
         let t = "s/runtime/threads/t.json";
         let mut ps = vec![
-            file(ActionKind::UnbindThread, t, "first"),
-            file(ActionKind::RecoverThread, t, "r"),
-            file(ActionKind::UnbindThread, t, "second"),
+            file(Action::UnbindThread, t, "first"),
+            file(recover(), t, "r"),
+            file(Action::UnbindThread, t, "second"),
         ];
         order(&mut ps);
-        let kept: Vec<(ActionKind, &str)> =
-            ps.iter().map(|p| (p.action, p.reason.as_str())).collect();
+        let kept: Vec<(ActionKind, &str)> = ps
+            .iter()
+            .map(|p| (p.action.kind(), p.reason.as_str()))
+            .collect();
         assert_eq!(
             kept,
             [
@@ -197,10 +214,7 @@ mod tests {
     #[test]
     fn order_keeps_two_different_actions_on_the_same_path() {
         let t = "s/runtime/threads/t.json";
-        let mut ps = vec![
-            file(ActionKind::RecoverThread, t, "r"),
-            file(ActionKind::UnbindThread, t, "r"),
-        ];
+        let mut ps = vec![file(recover(), t, "r"), file(Action::UnbindThread, t, "r")];
         order(&mut ps);
         assert_eq!(
             ps.len(),
@@ -269,18 +283,13 @@ mod tests {
     #[test]
     fn a_known_precondition_and_the_proposal_fields_are_carried_into_the_action() {
         let root = root();
-        let mut p = file(ActionKind::RecoverThread, "s/runtime/threads/t.json", "why");
-        p.document = Some("t.json".into());
-        let mut items = ordered(&root, vec![("R3", p)]);
-        items[0].root_label = Some("/label".into());
+        let p = file(recover(), "s/runtime/threads/t.json", "why");
+        let items = ordered(&root, vec![("R3", p)]);
         let a = &bound_and_seal(items, 10).plan.actions[0];
         assert_eq!(a.precondition, known("s/runtime/threads/t.json"));
         assert_eq!((a.rule.as_str(), a.rule_name.as_str()), ("R3", "some-rule"));
-        assert_eq!(a.action, ActionKind::RecoverThread);
-        assert_eq!(a.document.as_deref(), Some("t.json"));
-        assert_eq!(a.root.as_deref(), Some("/label"));
+        assert_eq!(a.action, recover());
         assert_eq!(a.reason, "why");
-        assert_eq!(a.from, None);
     }
 
     #[test]

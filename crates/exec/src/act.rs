@@ -5,17 +5,16 @@ use std::path::Path;
 
 use fsroot::WritableRoot;
 use plan::{ItemKind, PlannedAction};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use store::ids::SET_ASIDE_DIR;
 use store::model::{SavedSession, ThreadRecord};
 use store::recover;
 use store::Clock;
 
-use crate::records::ManifestLine;
-use crate::{append_json_line, Refusal, RunId};
+use engine::records::ManifestLine;
+use store::ids::RunId;
 
-/// Action-specific receipt fields.
-pub(crate) type Extra = Map<String, Value>;
+use crate::{append_json_line, Extra, Refusal};
 
 pub(crate) struct Act<'a> {
     pub root: &'a WritableRoot,
@@ -62,7 +61,7 @@ impl Act<'_> {
         self.write_manifest(&line)?;
         let failure = self.moved(path, Path::new(&moved_to))?;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.clone().into())]);
-        let found = crate::item_digest(self.root, &moved_to);
+        let found = engine::judge::item_digest(self.root, &moved_to);
         if matches!(&found, Ok(Some(d)) if *d == self.action.precondition) {
             return match failure {
                 None => Ok(extra),
@@ -310,14 +309,8 @@ impl Act<'_> {
     }
 
     /// R3: writes the recovered document (never over an existing one), then binds the thread.
-    pub fn recover_thread(&self) -> Result<Extra, Refusal> {
-        let document = self.action.document.clone().unwrap_or_default();
-        if self
-            .root
-            .stat(Path::new(&document))
-            .map_err(fail)?
-            .is_some()
-        {
+    pub fn recover_thread(&self, document: &str) -> Result<Extra, Refusal> {
+        if self.root.stat(Path::new(document)).map_err(fail)?.is_some() {
             return Err(Refusal::Skip("document id taken".into()));
         }
         let (bytes, record) = self.read_record()?;
@@ -344,7 +337,7 @@ impl Act<'_> {
         let mode = self.record_mode()?;
         match self
             .root
-            .create_atomic(Path::new(&document), &recovered.document, mode)
+            .create_atomic(Path::new(document), &recovered.document, mode)
         {
             Ok(()) => {}
             Err(fsroot::Error::Occupied { .. }) => {
@@ -366,13 +359,9 @@ impl Act<'_> {
     }
 
     /// R3 after a crash: binds the thread to the recovered document that already binds its store.
-    pub fn bind_thread(&self) -> Result<Extra, Refusal> {
-        let document = self.action.document.clone().unwrap_or_default();
+    pub fn bind_thread(&self, document: &str) -> Result<Extra, Refusal> {
         let changed = || Refusal::Skip("changed since planned".into());
-        let doc_bytes = self
-            .root
-            .read(Path::new(&document))
-            .map_err(|_| changed())?;
+        let doc_bytes = self.root.read(Path::new(document)).map_err(|_| changed())?;
         let doc: SavedSession = serde_json::from_slice(&doc_bytes).map_err(|_| changed())?;
         let binds = doc.metadata.runtime_store.as_ref().is_some_and(|r| {
             refset::binds_store(
@@ -414,12 +403,11 @@ impl Act<'_> {
     /// is renamed back; a store moves back by the store-move protocol (the caller holds its
     /// owner lock); a thread record gets its previous bytes back, after what is there now is
     /// kept as a previous version of this run, so a restore loses nothing either.
-    pub fn restore(&self) -> Result<Extra, Refusal> {
-        let from = self.action.from.clone().unwrap_or_default();
+    pub fn restore(&self, kind: ItemKind, from: &str) -> Result<Extra, Refusal> {
         let path = Path::new(&self.action.path);
-        let mut extra = Extra::from_iter([("from".to_owned(), Value::from(from.clone()))]);
-        if self.action.kind == Some(ItemKind::PreviousVersion) {
-            let bytes = self.root.read(Path::new(&from)).map_err(fail)?;
+        let mut extra = Extra::from_iter([("from".to_owned(), Value::from(from))]);
+        if kind == ItemKind::PreviousVersion {
+            let bytes = self.root.read(Path::new(from)).map_err(fail)?;
             match self.root.read(path) {
                 Ok(current) if current == bytes => return Ok(extra),
                 Ok(current) => self.keep_previous_version(&current)?,
@@ -429,7 +417,7 @@ impl Act<'_> {
             // The record gets its previous bytes back with the previous version's bits.
             let mode = self
                 .root
-                .stat(Path::new(&from))
+                .stat(Path::new(from))
                 .map_err(fail)?
                 .map_or(0o644, |s| s.mode & 0o777);
             self.root
@@ -439,7 +427,7 @@ impl Act<'_> {
         }
         // A store found at its path is a restore cut short midway, which the precondition
         // check established; anything else there is someone else's.
-        let store = self.action.kind == Some(ItemKind::RuntimeStore);
+        let store = kind == ItemKind::RuntimeStore;
         if !store && self.root.stat(path).map_err(fail)?.is_some() {
             return Err(Refusal::Skip(format!(
                 "original path is occupied: {}",
@@ -448,7 +436,7 @@ impl Act<'_> {
         }
         if store {
             let outcome =
-                crate::store_move::move_store(self.root, &from, &self.action.path, &mut |_| {})
+                crate::store_move::move_store(self.root, from, &self.action.path, &mut |_| {})
                     .map_err(Refusal::Fail)?;
             if !outcome.source_removed {
                 extra.insert(
@@ -457,7 +445,7 @@ impl Act<'_> {
                 );
             }
         } else {
-            match self.root.move_item(Path::new(&from), path) {
+            match self.root.move_item(Path::new(from), path) {
                 Ok(()) => {}
                 Err(fsroot::Error::Occupied { .. }) => {
                     return Err(Refusal::Skip(format!(
@@ -513,6 +501,19 @@ impl Act<'_> {
             Ok(false) => Err(Refusal::Skip("changed since planned: not empty".into())),
             Err(e) => Err(fail(e)),
         }
+    }
+
+    /// Removes a temporary file an interrupted doctor write left, through the one delete seam;
+    /// its digest was checked just before. The bytes freed go into the receipt.
+    pub fn remove_temp(&self) -> Result<Extra, Refusal> {
+        let freed = self
+            .root
+            .remove_file(Path::new(&self.action.path))
+            .map_err(fail)?;
+        Ok(Extra::from_iter([(
+            "bytes_freed".to_owned(),
+            Value::from(freed),
+        )]))
     }
 
     /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`).

@@ -1,8 +1,8 @@
-//! Applying a build-dirs plan: every `reclaim_dir` action is checked again immediately before
-//! it runs (still a real directory, still the invoking user's, its tree digest unchanged,
-//! referenced by no live process in a fresh read of `/proc`), then deleted through the one
-//! delete seam (`WritableRoot::remove_tree`, which never follows a symlink), and receipted with
-//! the bytes freed. Applied, skipped or failed, every action gets a receipt; the run goes on.
+//! The build-dirs pack's [`Target`]: every `reclaim_dir` action is checked again immediately
+//! before it runs (still a real directory, still the invoking user's, its tree digest
+//! unchanged, referenced by no live process in a fresh read of `/proc`), then deleted through
+//! the one delete seam (`WritableRoot::remove_tree`, which never follows a symlink), and
+//! receipted with the bytes freed by [`crate::execute`], like every other action.
 //!
 //! Before a deletion starts, a [`PendingDeletion`] record naming the directory (device and
 //! inode) is written to the state directory; it is dropped after the receipt. A run killed in
@@ -10,18 +10,19 @@
 
 use std::path::Path;
 
+use engine::records::Receipt;
 use fsroot::procfs::Procfs;
 use fsroot::{EntryKind, LockGuard, Root, WritableRoot};
-use plan::{ActionKind, Outcome, OutcomeKind, Plan, PlannedAction};
+use plan::{Action, OutcomeKind, PlannedAction};
 use serde::{Deserialize, Serialize};
-use store::Clock;
 
-use crate::act::Extra;
-use crate::{append_json_line, check_precondition, Receipt, Refusal, RunId};
+use crate::{append_json_line, check_precondition, Extra, Refusal, Step, Target};
 
-/// Where a build-dirs run applies its plan.
+/// Where a build-dirs run applies its plan: the [`Target`] of the build-dirs pack. Each
+/// `reclaim_dir` is checked again immediately before it runs, recorded as pending, deleted,
+/// and its pending record dropped once its receipt is written.
 #[derive(Debug)]
-pub struct ReclaimTargets<'a> {
+pub struct BuildDirsTarget<'a> {
     /// The roots, each under the absolute name the plan's actions carry in `root`.
     pub roots: &'a [(String, WritableRoot)],
     /// `/proc`, read again before each deletion.
@@ -34,6 +35,10 @@ pub struct ReclaimTargets<'a> {
     pub receipts_file: &'a str,
     /// The pending deletions read before planning ([`read_pending`]).
     pub pending: &'a [PendingDeletion],
+    /// Directories deleted so far.
+    pub dirs_reclaimed: u64,
+    /// Bytes of the regular files deleted so far.
+    pub bytes_freed: u64,
 }
 
 /// The directory, in the state directory, of the records of deletions in progress.
@@ -101,196 +106,153 @@ pub fn acquire_sweep_lock(state: &WritableRoot, lock: &str) -> fsroot::Result<Op
     crate::single_flight_lock(state, lock)
 }
 
-/// What applying a build-dirs plan did.
-#[derive(Debug, Default)]
-pub struct Reclaimed {
-    /// One outcome per action, in plan order.
-    pub outcomes: Vec<Outcome>,
-    /// Directories deleted.
-    pub dirs_reclaimed: u64,
-    /// Bytes of the regular files deleted.
-    pub bytes_freed: u64,
-    /// Failures and receipts that could not be written, each naming its path.
-    pub errors: Vec<String>,
-    /// Whether some receipt could not be written.
-    pub receipt_failed: bool,
-}
+impl Target for BuildDirsTarget<'_> {
+    /// The root the action's path is in, and the directory's identity when checked.
+    type Held = (usize, fsroot::Stat);
 
-/// Applies a build-dirs `plan` as run `run`. The lock guard proves the single-flight lock is
-/// held.
-pub fn apply_reclaim(
-    targets: &ReclaimTargets<'_>,
-    _lock: &LockGuard,
-    plan: &Plan,
-    run: &RunId,
-    clock: Clock,
-) -> Reclaimed {
-    let mut done = Reclaimed::default();
-    for action in &plan.actions {
-        let result = reclaim_one(targets, action, run, clock);
-        let (outcome, why, extra) = match result {
-            Ok(bytes) => {
-                done.dirs_reclaimed += 1;
-                done.bytes_freed += bytes;
-                let mut extra = Extra::from_iter([
-                    ("root".to_owned(), action.root.clone().into()),
-                    ("bytes_freed".to_owned(), bytes.into()),
-                ]);
-                let label = action.root.as_deref().unwrap_or_default();
-                if let Some(p) = targets
-                    .pending
-                    .iter()
-                    .find(|p| p.root == label && p.path == action.path)
-                {
-                    extra.insert("finishes_run".to_owned(), p.run.clone().into());
-                }
-                (OutcomeKind::Applied, None, extra)
-            }
-            Err(Refusal::Skip(why) | Refusal::Undone(why, _)) => {
-                (OutcomeKind::Skipped, Some(why), root_only(action))
-            }
-            Err(Refusal::Fail(why)) => {
-                done.errors.push(why.clone());
-                (OutcomeKind::Failed, Some(why), root_only(action))
-            }
+    fn check(&mut self, a: &PlannedAction, _step: &Step<'_>) -> Result<Self::Held, Refusal> {
+        let Action::ReclaimDir { root: label } = &a.action else {
+            return Err(Refusal::Fail(format!(
+                "{}: {} is not an action of the build-dirs pack",
+                a.path,
+                a.action.kind().verb()
+            )));
         };
-        let receipt = Receipt {
-            run: run.0.clone(),
-            seq: action.seq,
-            rule: action.rule.clone(),
-            action: action.action,
-            path: action.path.clone(),
-            outcome,
-            why: why.clone(),
-            at: clock.now().to_string(),
-            extra,
+        let Some(index) = self.roots.iter().position(|(name, _)| name == label) else {
+            return Err(Refusal::Fail(format!(
+                "{}: its root {label:?} is not a root of this run",
+                a.path
+            )));
         };
-        if let Err(e) = append_json_line(targets.state, targets.receipts_file, &receipt) {
-            done.errors.push(e.to_string());
-            done.receipt_failed = true;
-        } else if outcome == OutcomeKind::Applied {
-            // Deleted and receipted: no longer pending.
-            let label = action.root.as_deref().unwrap_or_default();
-            let marker = pending_file(label, &action.path);
-            if let Err(e) = targets.state.remove_tree(Path::new(&marker)) {
-                done.errors.push(e.to_string());
-            }
+        let root = &self.roots[index].1;
+        let path = Path::new(&a.path);
+        let mut parts = path.components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) {
+            return Err(Refusal::Fail(format!(
+                "{}: not a depth-1 entry of {label}",
+                a.path
+            )));
         }
-        done.outcomes.push(Outcome {
-            seq: action.seq,
-            outcome,
-            why,
-        });
+        let shown = root.display_path(path);
+        let stat = match root.stat(path) {
+            Ok(Some(s)) if s.kind != EntryKind::Dir => {
+                return Err(Refusal::Skip("no longer a real directory".into()))
+            }
+            Ok(Some(s)) if s.uid != self.uid => {
+                return Err(Refusal::Skip(format!(
+                    "now owned by uid {}, not by the invoking user",
+                    s.uid
+                )))
+            }
+            Ok(Some(s)) => s,
+            Ok(None) => return Err(Refusal::Skip("gone since planned".into())),
+            Err(e) => return Err(Refusal::Skip(format!("cannot inspect it: {e}"))),
+        };
+        check_precondition(root, a, &a.path)?;
+        // Liveness last, closest to the deletion.
+        let processes = self
+            .procfs
+            .scan()
+            .map(engine::liveness::ProcessRefs::from_scan)
+            .map_err(|e| Refusal::Skip(format!("cannot check for live processes: {e}")))?;
+        let live = processes
+            .referencing(&shown)
+            .or_else(|| processes.referencing(&root.canonical_anchor().join(path)));
+        if let Some(r) = live {
+            return Err(Refusal::Skip(format!("referenced by a live process: {r}")));
+        }
+        Ok((index, stat))
     }
-    drop_stale_pending(targets, &mut done);
-    done
-}
 
-/// Drops the records of pending deletions in this run's roots whose directory is gone (or is
-/// another directory now): there is nothing left to finish.
-fn drop_stale_pending(targets: &ReclaimTargets<'_>, done: &mut Reclaimed) {
-    for p in targets.pending {
-        let Some((_, root)) = targets.roots.iter().find(|(name, _)| *name == p.root) else {
-            continue;
+    fn act(
+        &mut self,
+        a: &PlannedAction,
+        (index, stat): Self::Held,
+        step: &Step<'_>,
+    ) -> Result<Extra, Refusal> {
+        let (label, root) = &self.roots[index];
+        let pending = PendingDeletion {
+            run: step.run.0.clone(),
+            root: label.clone(),
+            path: a.path.clone(),
+            dev: stat.dev,
+            ino: stat.ino,
+            at: step.clock.now().to_string(),
         };
-        let stale = match root.stat(Path::new(&p.path)) {
-            Ok(None) => true,
-            Ok(Some(s)) => s.dev != p.dev || s.ino != p.ino,
-            Err(_) => false,
-        };
-        if stale {
-            let marker = pending_file(&p.root, &p.path);
-            if let Err(e) = targets.state.remove_tree(Path::new(&marker)) {
-                done.errors.push(e.to_string());
-            }
-        }
-    }
-}
-
-fn root_only(action: &PlannedAction) -> Extra {
-    Extra::from_iter([("root".to_owned(), action.root.clone().into())])
-}
-
-/// Re-checks one action, records it as pending, and deletes its tree; the bytes freed.
-fn reclaim_one(
-    targets: &ReclaimTargets<'_>,
-    action: &PlannedAction,
-    run: &RunId,
-    clock: Clock,
-) -> Result<u64, Refusal> {
-    if action.action != ActionKind::ReclaimDir {
-        return Err(Refusal::Fail(format!(
-            "{}: {} is not an action of the build-dirs pack",
-            action.path,
-            action.action.verb()
-        )));
-    }
-    let label = action.root.as_deref().unwrap_or_default();
-    let Some((_, root)) = targets.roots.iter().find(|(name, _)| name == label) else {
-        return Err(Refusal::Fail(format!(
-            "{}: its root {label:?} is not a root of this run",
-            action.path
-        )));
-    };
-    let path = Path::new(&action.path);
-    let mut parts = path.components();
-    if !matches!(
-        (parts.next(), parts.next()),
-        (Some(std::path::Component::Normal(_)), None)
-    ) {
-        return Err(Refusal::Fail(format!(
-            "{}: not a depth-1 entry of {label}",
-            action.path
-        )));
-    }
-    let shown = root.display_path(path);
-    let stat = match root.stat(path) {
-        Ok(Some(s)) if s.kind != EntryKind::Dir => {
-            return Err(Refusal::Skip("no longer a real directory".into()))
-        }
-        Ok(Some(s)) if s.uid != targets.uid => {
-            return Err(Refusal::Skip(format!(
-                "now owned by uid {}, not by the invoking user",
-                s.uid
-            )))
-        }
-        Ok(Some(s)) => s,
-        Ok(None) => return Err(Refusal::Skip("gone since planned".into())),
-        Err(e) => return Err(Refusal::Skip(format!("cannot inspect it: {e}"))),
-    };
-    check_precondition(root, action)?;
-    // Liveness last, closest to the deletion.
-    let processes = targets
-        .procfs
-        .scan()
-        .map(engine::liveness::ProcessRefs::from_scan)
-        .map_err(|e| Refusal::Skip(format!("cannot check for live processes: {e}")))?;
-    let live = processes
-        .referencing(&shown)
-        .or_else(|| processes.referencing(&root.canonical_anchor().join(path)));
-    if let Some(r) = live {
-        return Err(Refusal::Skip(format!("referenced by a live process: {r}")));
-    }
-    let pending = PendingDeletion {
-        run: run.0.clone(),
-        root: label.to_owned(),
-        path: action.path.clone(),
-        dev: stat.dev,
-        ino: stat.ino,
-        at: clock.now().to_string(),
-    };
-    let mut record = serde_json::to_vec(&pending).expect("record serializes");
-    record.push(b'\n');
-    targets
-        .state
-        .write_atomic(Path::new(&pending_file(label, &action.path)), &record)
-        .map_err(|e| {
-            Refusal::Fail(format!(
-                "cannot record the deletion before starting it: {e}"
-            ))
+        let mut record = serde_json::to_vec(&pending).expect("record serializes");
+        record.push(b'\n');
+        self.state
+            .write_atomic(Path::new(&pending_file(label, &a.path)), &record)
+            .map_err(|e| {
+                Refusal::Fail(format!(
+                    "cannot record the deletion before starting it: {e}"
+                ))
+            })?;
+        let bytes = root.remove_tree(Path::new(&a.path)).map_err(|e| {
+            Refusal::Fail(format!("deletion cut short, the next run finishes it: {e}"))
         })?;
-    root.remove_tree(path)
-        .map_err(|e| Refusal::Fail(format!("deletion cut short, the next run finishes it: {e}")))
+        self.dirs_reclaimed += 1;
+        self.bytes_freed += bytes;
+        let mut extra = self.refused_extra(a);
+        extra.insert("bytes_freed".to_owned(), bytes.into());
+        if let Some(p) = self
+            .pending
+            .iter()
+            .find(|p| p.root == *label && p.path == a.path)
+        {
+            extra.insert("finishes_run".to_owned(), p.run.clone().into());
+        }
+        Ok(extra)
+    }
+
+    fn refused_extra(&self, a: &PlannedAction) -> Extra {
+        Extra::from_iter([("root".to_owned(), a.action.root().into())])
+    }
+
+    fn write_receipt(&mut self, receipt: &Receipt) -> fsroot::Result<()> {
+        append_json_line(self.state, self.receipts_file, receipt)
+    }
+
+    /// Deleted and receipted: no longer pending.
+    fn receipted(&mut self, a: &PlannedAction, outcome: OutcomeKind) -> Result<(), String> {
+        if outcome != OutcomeKind::Applied {
+            return Ok(());
+        }
+        let marker = pending_file(a.action.root().unwrap_or_default(), &a.path);
+        self.state
+            .remove_tree(Path::new(&marker))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl BuildDirsTarget<'_> {
+    /// Drops the records of pending deletions in this run's roots whose directory is gone (or
+    /// is another directory now): there is nothing left to finish. Call after the plan is
+    /// applied; the errors met.
+    pub fn drop_stale_pending(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for p in self.pending {
+            let Some((_, root)) = self.roots.iter().find(|(name, _)| *name == p.root) else {
+                continue;
+            };
+            let stale = match root.stat(Path::new(&p.path)) {
+                Ok(None) => true,
+                Ok(Some(s)) => s.dev != p.dev || s.ino != p.ino,
+                Err(_) => false,
+            };
+            if stale {
+                let marker = pending_file(&p.root, &p.path);
+                if let Err(e) = self.state.remove_tree(Path::new(&marker)) {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+        errors
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 mod render;
 mod summary;
+mod wire;
 
 use serde::{Deserialize, Serialize};
 
@@ -102,8 +103,91 @@ pub enum Precondition {
     },
 }
 
+/// What one planned action does, with exactly the fields its kind needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Move an item of `kind` into `.set-aside/<run>/`.
+    SetAside {
+        /// The kind of item moved.
+        kind: ItemKind,
+    },
+    /// Rewrite a thread record without its binding.
+    UnbindThread,
+    /// Write the recovered `document` (relative to S) and bind the thread to it.
+    RecoverThread {
+        /// The document, relative to S.
+        document: String,
+    },
+    /// Bind a thread to the already written recovered `document`.
+    BindThread {
+        /// The document, relative to S.
+        document: String,
+    },
+    /// Delete a regenerable build work directory of the absolute `root`.
+    ReclaimDir {
+        /// The absolute root the path is relative to.
+        root: String,
+    },
+    /// Put an item of `kind` back at its original path from `from`, where it is now (inside
+    /// `.set-aside/<run>/`); the precondition is checked there.
+    Restore {
+        /// The kind of item put back.
+        kind: ItemKind,
+        /// Where the item is now, relative to S.
+        from: String,
+    },
+    /// Delete a whole set-aside run.
+    Purge,
+    /// Remove a temporary file an interrupted doctor write left.
+    RemoveTemp,
+    /// Remove an empty session directory.
+    RemoveEmptyDir,
+}
+
+impl Action {
+    /// The kind of action, without its fields.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::SetAside { .. } => ActionKind::SetAside,
+            Action::UnbindThread => ActionKind::UnbindThread,
+            Action::RecoverThread { .. } => ActionKind::RecoverThread,
+            Action::BindThread { .. } => ActionKind::BindThread,
+            Action::ReclaimDir { .. } => ActionKind::ReclaimDir,
+            Action::Restore { .. } => ActionKind::Restore,
+            Action::Purge => ActionKind::Purge,
+            Action::RemoveTemp => ActionKind::RemoveTemp,
+            Action::RemoveEmptyDir => ActionKind::RemoveEmptyDir,
+        }
+    }
+
+    /// The kind of item a set-aside moves or a restore puts back.
+    pub fn item(&self) -> Option<ItemKind> {
+        match self {
+            Action::SetAside { kind } | Action::Restore { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// The document a recovery writes or a binding names.
+    pub fn document(&self) -> Option<&str> {
+        match self {
+            Action::RecoverThread { document } | Action::BindThread { document } => Some(document),
+            _ => None,
+        }
+    }
+
+    /// The absolute root of a B1 action.
+    pub fn root(&self) -> Option<&str> {
+        match self {
+            Action::ReclaimDir { root } => Some(root),
+            _ => None,
+        }
+    }
+}
+
 /// One planned action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "wire::Action", into = "wire::Action")]
 pub struct PlannedAction {
     /// 1-based position in the plan.
     pub seq: u64,
@@ -112,22 +196,10 @@ pub struct PlannedAction {
     /// Rule name (`unreadable-document`).
     pub rule_name: String,
     /// What it does.
-    pub action: ActionKind,
-    /// The item, relative to the directory the run works on, `/`-separated.
+    pub action: Action,
+    /// The item, relative to the directory the run works on (`from`'s destination for a
+    /// restore, the root for B1), `/`-separated.
     pub path: String,
-    /// For `set_aside`: the kind of item moved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ItemKind>,
-    /// For `recover_thread` / `bind_thread`: the document, relative to S.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub document: Option<String>,
-    /// For `restore`: where the item is now (inside `.set-aside/<run>/`); the precondition is
-    /// checked there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    /// For B1: the absolute root the path is relative to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root: Option<String>,
     /// Why.
     pub reason: String,
     /// What it expects to find.

@@ -5,11 +5,11 @@ use crate::{Outcome, OutcomeKind, PlannedAction, Skipped, Summary};
 /// `would set aside torn.json  (R1 unreadable-document: <reason>)`, or the past tense.
 pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
     let verb = if dry_run {
-        format!("would {}", a.action.verb())
+        format!("would {}", a.action.kind().verb())
     } else {
-        a.action.past().to_owned()
+        a.action.kind().past().to_owned()
     };
-    let doc = match &a.document {
+    let doc = match a.action.document() {
         Some(d) => format!(" as {d}"),
         None => String::new(),
     };
@@ -25,7 +25,7 @@ pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
 /// The action's path as a reader should see it: joined to its root when it has one (B1),
 /// since a run over several roots would otherwise be ambiguous.
 pub fn shown_path(a: &PlannedAction) -> String {
-    match &a.root {
+    match a.action.root() {
         Some(root) => format!("{}/{}", root.trim_end_matches('/'), a.path),
         None => a.path.clone(),
     }

@@ -3,7 +3,7 @@
 use engine::{
     BuildContext, BuildDirs, Effect, EntryKind, Expect, Proposal, RootEntry, Rule, RuleOutput,
 };
-use plan::{ActionKind, PlannedAction, Skipped};
+use plan::{Action, ActionKind, PlannedAction, Skipped};
 
 #[doc = include_str!("b1_leaked_go_workdir.md")]
 #[derive(Debug, Clone, Copy)]
@@ -41,10 +41,10 @@ impl Rule<BuildDirs> for LeakedGoWorkdir {
                     why,
                 }),
                 Verdict::Reclaim(reason) => out.proposals.push(Proposal {
-                    action: ActionKind::ReclaimDir,
+                    action: Action::ReclaimDir {
+                        root: cx.listing.root.clone(),
+                    },
                     path: entry.name.clone(),
-                    kind: None,
-                    document: None,
                     reason,
                     expect: Expect::TreeOfPath,
                     effect: Effect::None,

@@ -7,7 +7,7 @@ use engine::{
     RuleOutput,
 };
 use fsroot::procfs::ProcessInfo;
-use plan::{ActionKind, Plan, PlannedAction, Precondition, Summary};
+use plan::{Action, Plan, PlannedAction, Precondition, Summary};
 use store::Timestamp;
 
 use crate::{LeakedGoWorkdir, RULES};
@@ -103,10 +103,14 @@ fn b1_reclaims_an_old_unreferenced_go_build_dir_of_mine() {
     assert_eq!(out.proposals.len(), 1);
     let p = &out.proposals[0];
     assert_eq!(
-        (p.action, p.path.as_str()),
-        (ActionKind::ReclaimDir, "go-build123")
+        (&p.action, p.path.as_str()),
+        (
+            &Action::ReclaimDir {
+                root: ROOT.to_owned()
+            },
+            "go-build123"
+        )
     );
-    assert_eq!((p.kind, p.document.as_deref()), (None, None));
     assert_eq!(
         p.reason,
         "leaked Go work directory: unchanged for 2d, referenced by no live process"
@@ -290,12 +294,8 @@ fn b1_proposal_passes_the_saved_plan_check() {
         seq: 1,
         rule: "B1".into(),
         rule_name: LeakedGoWorkdir.name().into(),
-        action: p.action,
+        action: p.action.clone(),
         path: p.path.clone(),
-        kind: p.kind,
-        document: None,
-        from: None,
-        root: Some(ROOT.into()),
         reason: p.reason.clone(),
         precondition: Precondition::Tree {
             bytes: 0,

@@ -32,7 +32,7 @@ mod rule_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition};
+    use plan::{Action, ItemKind, Plan, PlannedAction, Precondition};
 
     fn check(a: &PlannedAction) -> Result<(), String> {
         let plan = Plan {
@@ -42,23 +42,13 @@ mod tests {
         engine::check_plan(RULES, &plan)
     }
 
-    fn action(
-        rule: &str,
-        kind: ActionKind,
-        item: Option<ItemKind>,
-        path: &str,
-        doc: Option<&str>,
-    ) -> PlannedAction {
+    fn action(rule: &str, action: Action, path: &str) -> PlannedAction {
         PlannedAction {
             seq: 1,
             rule: rule.into(),
             rule_name: "x".into(),
-            action: kind,
+            action,
             path: path.into(),
-            kind: item,
-            document: doc.map(str::to_owned),
-            from: None,
-            root: None,
             reason: "r".into(),
             precondition: Precondition::File {
                 bytes: 0,
@@ -67,128 +57,83 @@ mod tests {
         }
     }
 
+    fn set_aside(kind: ItemKind) -> Action {
+        Action::SetAside { kind }
+    }
+
+    fn recover(document: &str) -> Action {
+        Action::RecoverThread {
+            document: document.into(),
+        }
+    }
+
     #[test]
     fn a_saved_plan_holds_only_what_the_rules_plan() {
-        use ActionKind::*;
+        use ItemKind::*;
+        let thread = "a/runtime/threads/t.json";
         let good = [
-            action("R1", SetAside, Some(ItemKind::Document), "torn.json", None),
-            action(
-                "R2",
-                SetAside,
-                Some(ItemKind::RuntimeStore),
-                "a/runtime-recovered-1",
-                None,
-            ),
-            action("R5", SetAside, Some(ItemKind::Directory), "art", None),
-            action("R2", RemoveEmptyDir, None, "emptied", None),
-            action("R4", UnbindThread, None, "a/runtime/threads/t.json", None),
+            action("R1", set_aside(Document), "torn.json"),
+            action("R2", set_aside(RuntimeStore), "a/runtime-recovered-1"),
+            action("R5", set_aside(Directory), "art"),
+            action("R2", Action::RemoveEmptyDir, "emptied"),
+            action("R4", Action::UnbindThread, thread),
+            action("R3", recover("t.json"), thread),
             action(
                 "R3",
-                RecoverThread,
-                None,
-                "a/runtime/threads/t.json",
-                Some("t.json"),
+                Action::BindThread {
+                    document: "t.json".into(),
+                },
+                thread,
             ),
+            // Housekeeping, under its own code.
+            action("doctor", Action::RemoveTemp, ".a.json.doctor-tmp-42-0"),
             action(
-                "R3",
-                BindThread,
-                None,
-                "a/runtime/threads/t.json",
-                Some("t.json"),
+                "doctor",
+                Action::RemoveTemp,
+                "a/runtime/threads/.t.json.doctor-tmp-42-1",
             ),
         ];
         for a in &good {
             assert!(check(a).is_ok(), "{a:?}");
         }
         let bad = [
-            action("purge", Purge, None, "alpha.json", None),
+            action("purge", Action::Purge, "alpha.json"),
+            action("R1", set_aside(Document), "checkpoints/alpha.json"),
+            action("R1", set_aside(Document), ".reconcile.lock"),
+            action("R2", set_aside(RuntimeStore), "a/items"),
+            action("R5", set_aside(Directory), "a/runtime"),
+            action("R1", set_aside(PreviousVersion), "a.json"),
+            action("R3", recover("other.json"), thread),
+            action("R4", Action::UnbindThread, "a/runtime/turns/t.json"),
+            action(
+                "B1",
+                Action::ReclaimDir {
+                    root: "/tmp".into(),
+                },
+                "go-build1",
+            ),
+            action("R2", set_aside(RuntimeStore), "checkpoints/runtime"),
+            action("R5", set_aside(Directory), "checkpoints"),
+            action("R1", set_aside(Document), "session_boot_owners.json"),
+            action("R1", set_aside(Document), "latest.json"),
+            action("R2", Action::RemoveEmptyDir, "a/runtime"),
+            action("R5", Action::RemoveEmptyDir, "emptied"),
             action(
                 "R1",
-                SetAside,
-                Some(ItemKind::Document),
-                "checkpoints/alpha.json",
-                None,
-            ),
-            action(
-                "R1",
-                SetAside,
-                Some(ItemKind::Document),
-                ".reconcile.lock",
-                None,
-            ),
-            action(
-                "R2",
-                SetAside,
-                Some(ItemKind::RuntimeStore),
-                "a/items",
-                None,
-            ),
-            action("R5", SetAside, Some(ItemKind::Directory), "a/runtime", None),
-            action(
-                "R1",
-                SetAside,
-                Some(ItemKind::PreviousVersion),
+                Action::Restore {
+                    kind: Document,
+                    from: ".set-aside/r/a.json".into(),
+                },
                 "a.json",
-                None,
             ),
-            action(
-                "R3",
-                RecoverThread,
-                None,
-                "a/runtime/threads/t.json",
-                Some("other.json"),
-            ),
-            action("R4", UnbindThread, None, "a/runtime/turns/t.json", None),
-            action("B1", ReclaimDir, None, "go-build1", None),
-            action(
-                "R2",
-                SetAside,
-                Some(ItemKind::RuntimeStore),
-                "checkpoints/runtime",
-                None,
-            ),
-            action(
-                "R5",
-                SetAside,
-                Some(ItemKind::Directory),
-                "checkpoints",
-                None,
-            ),
-            action(
-                "R1",
-                SetAside,
-                Some(ItemKind::Document),
-                "session_boot_owners.json",
-                None,
-            ),
-            action(
-                "R1",
-                SetAside,
-                Some(ItemKind::Document),
-                "latest.json",
-                None,
-            ),
-            action("R2", RemoveEmptyDir, None, "a/runtime", None),
-            action("R5", RemoveEmptyDir, None, "emptied", None),
-            action("R1", Restore, Some(ItemKind::Document), "a.json", None),
+            // Housekeeping removes temporary files, and nothing else, under its own code.
+            action("doctor", Action::RemoveTemp, "alpha.json"),
+            action("doctor", Action::RemoveTemp, "../.a.json.doctor-tmp-42-0"),
+            action("R1", Action::RemoveTemp, ".a.json.doctor-tmp-42-0"),
+            action("doctor", set_aside(Document), "torn.json"),
         ];
         for a in &bad {
             assert!(check(a).is_err(), "{a:?}");
         }
-        let mut with_from = action("R1", SetAside, Some(ItemKind::Document), "torn.json", None);
-        with_from.from = Some("alpha.json".into());
-        assert!(
-            check(&with_from).is_err(),
-            "a set-aside never carries `from`"
-        );
-        let mut with_doc = action("R4", UnbindThread, None, "a/runtime/threads/t.json", None);
-        with_doc.document = Some("t.json".into());
-        assert!(
-            check(&with_doc).is_err(),
-            "an unbind never names a document"
-        );
-        let mut with_root = action("R5", SetAside, Some(ItemKind::Directory), "art", None);
-        with_root.root = Some("/tmp".into());
-        assert!(check(&with_root).is_err(), "only B1 actions carry a root");
     }
 }

@@ -1,7 +1,7 @@
 //! R1 `unreadable-document`: sets aside session documents that cannot be read.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
 use store::DocState;
 
 #[doc = include_str!("r1_unreadable_document.md")]
@@ -62,10 +62,10 @@ impl Rule for UnreadableDocument {
                 continue;
             }
             out.proposals.push(Proposal {
-                action: ActionKind::SetAside,
+                action: Action::SetAside {
+                    kind: ItemKind::Document,
+                },
                 path: doc.path(),
-                kind: Some(ItemKind::Document),
-                document: None,
                 reason: reason.clone(),
                 expect: Expect::Known(Precondition::File {
                     bytes: digest.bytes,

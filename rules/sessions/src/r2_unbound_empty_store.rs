@@ -2,7 +2,7 @@
 //! work.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, PlannedAction, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Skipped, Summary};
 
 #[doc = include_str!("r2_unbound_empty_store.md")]
 #[derive(Debug, Clone, Copy)]
@@ -30,13 +30,13 @@ impl Rule for UnboundEmptyStore {
 
     fn accepts(&self, a: &PlannedAction) -> bool {
         match a.action {
-            ActionKind::SetAside => crate::shape::store(&a.path),
+            Action::SetAside { .. } => crate::shape::store(&a.path),
             _ => crate::shape::session_dir(&a.path),
         }
     }
 
     fn count(&self, a: &PlannedAction, summary: &mut Summary) {
-        if a.action == ActionKind::SetAside {
+        if a.action.kind() == ActionKind::SetAside {
             summary.stores_set_aside += 1;
         }
     }
@@ -96,10 +96,10 @@ impl Rule for UnboundEmptyStore {
                     "empty runtime store no document binds"
                 };
                 out.proposals.push(Proposal {
-                    action: ActionKind::SetAside,
+                    action: Action::SetAside {
+                        kind: ItemKind::RuntimeStore,
+                    },
                     path: store.path.clone(),
-                    kind: Some(ItemKind::RuntimeStore),
-                    document: None,
                     reason: reason.into(),
                     expect: Expect::TreeOfPath,
                     effect: Effect::None,
@@ -113,10 +113,8 @@ impl Rule for UnboundEmptyStore {
                 && !cx.refs.names_dir(&dir.id)
             {
                 out.proposals.push(Proposal {
-                    action: ActionKind::RemoveEmptyDir,
+                    action: Action::RemoveEmptyDir,
                     path: dir.path.clone(),
-                    kind: None,
-                    document: None,
                     reason: "empty session directory: it holds no data".into(),
                     expect: Expect::TreeOfPath,
                     effect: Effect::None,

@@ -2,7 +2,7 @@
 //! a store no document binds.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
 use store::ThreadState;
 
 #[doc = include_str!("r3_orphan_thread.md")]
@@ -32,12 +32,12 @@ impl Rule for OrphanThread {
     fn accepts(&self, a: &PlannedAction) -> bool {
         // The document is the one named by the thread's id.
         crate::shape::thread(&a.path)
-            .is_some_and(|tid| a.document.as_deref() == Some(&format!("{tid}.json")))
+            .is_some_and(|tid| a.action.document() == Some(&format!("{tid}.json")))
     }
 
     fn count(&self, a: &PlannedAction, summary: &mut Summary) {
         match a.action {
-            ActionKind::RecoverThread => summary.sessions_recovered += 1,
+            Action::RecoverThread { .. } => summary.sessions_recovered += 1,
             _ => summary.threads_bound += 1,
         }
     }
@@ -144,18 +144,22 @@ impl Rule for OrphanThread {
                 let document = format!("{}.json", t.id);
                 let taken_here = claimed.contains(&t.id);
                 let action = if !taken_here && !cx.refs.present_documents.contains(&t.id) {
-                    ActionKind::RecoverThread
+                    Action::RecoverThread {
+                        document: document.clone(),
+                    }
                 } else if !taken_here
                     && readable.contains(t.id.as_str())
                     && cx.refs.binds(&t.id, &store.path)
                 {
-                    ActionKind::BindThread
+                    Action::BindThread {
+                        document: document.clone(),
+                    }
                 } else {
                     skip(&mut out, &store.thread_path(t), "document id taken".into());
                     continue;
                 };
-                let reason = match action {
-                    ActionKind::RecoverThread => format!(
+                let reason = match &action {
+                    Action::RecoverThread { .. } => format!(
                         "thread has no session document; messages: {}, turns: {}",
                         recovery.messages, recovery.turns
                     ),
@@ -165,8 +169,6 @@ impl Rule for OrphanThread {
                 out.proposals.push(Proposal {
                     action,
                     path: store.thread_path(t),
-                    kind: None,
-                    document: Some(document),
                     reason,
                     expect: Expect::Known(Precondition::File {
                         bytes: digest.bytes,

@@ -1,7 +1,7 @@
 //! R4 `dangling-thread-binding`: unbinds threads whose session document no longer exists.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
 use store::ThreadState;
 
 #[doc = include_str!("r4_dangling_thread_binding.md")]
@@ -93,10 +93,8 @@ impl Rule for DanglingThreadBinding {
                     continue;
                 }
                 out.proposals.push(Proposal {
-                    action: ActionKind::UnbindThread,
+                    action: Action::UnbindThread,
                     path: store.thread_path(t),
-                    kind: None,
-                    document: None,
                     reason: "its session document no longer exists".into(),
                     expect: Expect::Known(Precondition::File {
                         bytes: t.digest.bytes,

@@ -1,7 +1,7 @@
 //! R5 `orphan-artifact-dir`: sets aside artifact-only session directories of no known session.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, PlannedAction, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Summary};
 
 #[doc = include_str!("r5_orphan_artifact_dir.md")]
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +49,10 @@ impl Rule for OrphanArtifactDir {
                 continue;
             }
             out.proposals.push(Proposal {
-                action: ActionKind::SetAside,
+                action: Action::SetAside {
+                    kind: ItemKind::Directory,
+                },
                 path: dir.path.clone(),
-                kind: Some(ItemKind::Directory),
-                document: None,
                 reason: format!(
                     "artifact-only directory of no known session, unchanged for {}h",
                     idle / 3600

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::{Config, Context, Expect, Proposal, Rule, RuleOutput};
-use plan::{ActionKind, ItemKind, Plan, PlannedAction, Precondition, Summary};
+use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Summary};
 use refset::ReferenceSet;
 use store::recover::RecoverySummary;
 use store::{
@@ -156,22 +156,13 @@ fn file(d: &Digest) -> Expect {
 }
 
 /// An action of `rule` as a plan holds it (the precondition does not matter here).
-fn action(
-    rule: &dyn Rule,
-    action: ActionKind,
-    kind: Option<ItemKind>,
-    path: &str,
-) -> PlannedAction {
+fn action(rule: &dyn Rule, action: Action, path: &str) -> PlannedAction {
     PlannedAction {
         seq: 1,
         rule: rule.code().into(),
         rule_name: rule.name().into(),
         action,
         path: path.into(),
-        kind,
-        document: None,
-        from: None,
-        root: None,
         reason: String::new(),
         precondition: Precondition::Tree {
             bytes: 0,
@@ -181,8 +172,12 @@ fn action(
 }
 
 /// The summary after counting one action of `rule`, through the registry.
-fn counted(rule: &dyn Rule, kind: ActionKind, item: Option<ItemKind>) -> Summary {
-    engine::count_actions(RULES, [&action(rule, kind, item, "x")])
+fn counted(rule: &dyn Rule, kind: Action) -> Summary {
+    engine::count_actions(RULES, [&action(rule, kind, "x")])
+}
+
+fn doc(document: &str) -> String {
+    document.to_owned()
 }
 
 // ---- R1 unreadable-document --------------------------------------------------------------
@@ -193,7 +188,7 @@ fn r1_sets_aside_an_unreadable_document_expecting_the_bytes_judged() {
     let out = plan(&UnreadableDocument, &inv);
     let p = only(&out);
     assert_eq!(
-        (p.action, p.kind),
+        (p.action.kind(), p.action.item()),
         (ActionKind::SetAside, Some(ItemKind::Document))
     );
     assert_eq!(p.path, "torn.json");
@@ -269,7 +264,7 @@ fn r4_unbinds_a_thread_whose_session_has_no_document() {
     );
     let out = plan(&DanglingThreadBinding, &inv);
     let p = only(&out);
-    assert_eq!(p.action, ActionKind::UnbindThread);
+    assert_eq!(p.action, Action::UnbindThread);
     assert_eq!(p.path, "a/runtime/threads/t1.json");
     assert_eq!(p.reason, "its session document no longer exists");
     assert_eq!(
@@ -355,9 +350,9 @@ fn r3_recovers_an_unbound_thread_in_a_store_no_document_binds() {
     let inv = one_store(vec![], vec![recoverable(thread("t1", None))]);
     let out = plan(&OrphanThread, &inv);
     let p = only(&out);
-    assert_eq!(p.action, ActionKind::RecoverThread);
+    assert_eq!(p.action.kind(), ActionKind::RecoverThread);
     assert_eq!(p.path, "a/runtime/threads/t1.json");
-    assert_eq!(p.document.as_deref(), Some("t1.json"));
+    assert_eq!(p.action.document(), Some("t1.json"));
     assert_eq!(
         p.reason,
         "thread has no session document; messages: 4, turns: 2"
@@ -383,7 +378,7 @@ fn r3_only_binds_when_its_recovered_document_already_binds_the_store() {
         vec![recoverable(thread("t1", None))],
     );
     let p = only(&plan(&OrphanThread, &inv)).clone();
-    assert_eq!(p.action, ActionKind::BindThread);
+    assert_eq!(p.action.kind(), ActionKind::BindThread);
     assert_eq!(
         p.reason,
         "recovered document t1.json exists but the thread is unbound"
@@ -456,7 +451,7 @@ fn r2_sets_aside_an_empty_store_no_document_binds() {
     let out = plan(&UnboundEmptyStore, &one_store(vec![], vec![]));
     let p = only(&out);
     assert_eq!(
-        (p.action, p.kind),
+        (p.action.kind(), p.action.item()),
         (ActionKind::SetAside, Some(ItemKind::RuntimeStore))
     );
     assert_eq!(p.path, "a/runtime");
@@ -514,10 +509,7 @@ fn r2_removes_an_empty_session_directory_unless_its_document_exists() {
         &inventory(vec![], vec![session_dir("a", vec![])]),
     );
     let p = only(&out);
-    assert_eq!(
-        (p.action, p.path.as_str()),
-        (ActionKind::RemoveEmptyDir, "a")
-    );
+    assert_eq!((&p.action, p.path.as_str()), (&Action::RemoveEmptyDir, "a"));
     let with_doc = inventory(vec![readable("a", None)], vec![session_dir("a", vec![])]);
     nothing(&plan(&UnboundEmptyStore, &with_doc));
 }
@@ -532,7 +524,7 @@ fn r5_sets_aside_an_idle_artifact_dir_of_no_known_session() {
     );
     let p = only(&out);
     assert_eq!(
-        (p.action, p.kind),
+        (p.action.kind(), p.action.item()),
         (ActionKind::SetAside, Some(ItemKind::Directory))
     );
     assert_eq!(p.path, "art");
@@ -623,8 +615,7 @@ fn every_rules_positive_proposal_passes_the_saved_plan_check() {
     for (rule, inv) in cases {
         let out = plan(rule, &inv);
         let p = only(&out);
-        let mut a = action(rule, p.action, p.kind, &p.path);
-        a.document = p.document.clone();
+        let a = action(rule, p.action.clone(), &p.path);
         let plan = Plan {
             actions: vec![a],
             ..Plan::default()
@@ -637,8 +628,9 @@ fn every_rules_positive_proposal_passes_the_saved_plan_check() {
 fn r1_counts_a_document_set_aside() {
     let got = counted(
         &UnreadableDocument,
-        ActionKind::SetAside,
-        Some(ItemKind::Document),
+        Action::SetAside {
+            kind: ItemKind::Document,
+        },
     );
     assert_eq!(
         got,
@@ -653,8 +645,9 @@ fn r1_counts_a_document_set_aside() {
 fn r2_counts_a_store_set_aside_and_not_an_emptied_directory() {
     let got = counted(
         &UnboundEmptyStore,
-        ActionKind::SetAside,
-        Some(ItemKind::RuntimeStore),
+        Action::SetAside {
+            kind: ItemKind::RuntimeStore,
+        },
     );
     assert_eq!(
         got,
@@ -663,13 +656,18 @@ fn r2_counts_a_store_set_aside_and_not_an_emptied_directory() {
             ..Summary::default()
         }
     );
-    let got = counted(&UnboundEmptyStore, ActionKind::RemoveEmptyDir, None);
+    let got = counted(&UnboundEmptyStore, Action::RemoveEmptyDir);
     assert_eq!(got, Summary::default());
 }
 
 #[test]
 fn r3_counts_a_recovery_as_a_session_and_a_bind_as_a_thread() {
-    let got = counted(&OrphanThread, ActionKind::RecoverThread, None);
+    let got = counted(
+        &OrphanThread,
+        Action::RecoverThread {
+            document: doc("x.json"),
+        },
+    );
     assert_eq!(
         got,
         Summary {
@@ -677,7 +675,12 @@ fn r3_counts_a_recovery_as_a_session_and_a_bind_as_a_thread() {
             ..Summary::default()
         }
     );
-    let got = counted(&OrphanThread, ActionKind::BindThread, None);
+    let got = counted(
+        &OrphanThread,
+        Action::BindThread {
+            document: doc("x.json"),
+        },
+    );
     assert_eq!(
         got,
         Summary {
@@ -689,7 +692,7 @@ fn r3_counts_a_recovery_as_a_session_and_a_bind_as_a_thread() {
 
 #[test]
 fn r4_counts_a_thread_unbound() {
-    let got = counted(&DanglingThreadBinding, ActionKind::UnbindThread, None);
+    let got = counted(&DanglingThreadBinding, Action::UnbindThread);
     assert_eq!(
         got,
         Summary {
@@ -703,8 +706,9 @@ fn r4_counts_a_thread_unbound() {
 fn r5_counts_an_artifact_dir_set_aside() {
     let got = counted(
         &OrphanArtifactDir,
-        ActionKind::SetAside,
-        Some(ItemKind::Directory),
+        Action::SetAside {
+            kind: ItemKind::Directory,
+        },
     );
     assert_eq!(
         got,

@@ -376,7 +376,7 @@ fn an_unbind_whose_session_came_back_live_after_planning_is_skipped() {
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     let dry = doctor::repair_sessions(&opts).unwrap();
-    let kinds: Vec<_> = dry.plan.actions.iter().map(|a| a.action).collect();
+    let kinds: Vec<_> = dry.plan.actions.iter().map(|a| a.action.kind()).collect();
     assert_eq!(
         kinds,
         [

@@ -223,7 +223,7 @@ pub fn assert_nothing_lost(before: &Tree, after: &Tree, kept: Kept<'_>) {
             .filter(|(p, n)| {
                 **n == Node::Dir
                     && p.parent() == Some(Path::new(".set-aside"))
-                    && exec::RunId::is_valid(&p.file_name().unwrap().to_string_lossy())
+                    && store::ids::RunId::is_valid(&p.file_name().unwrap().to_string_lossy())
             })
             .map(|(p, _)| p.clone())
             .collect(),

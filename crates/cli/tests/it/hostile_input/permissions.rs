@@ -206,7 +206,7 @@ fn c48_private_records_stay_private() {
     chmod(&record, 0o600);
     let o = exercise(&c);
     let real = o.real();
-    let kinds: Vec<_> = real.plan.actions.iter().map(|a| a.action).collect();
+    let kinds: Vec<_> = real.plan.actions.iter().map(|a| a.action.kind()).collect();
     assert_eq!(
         kinds,
         [

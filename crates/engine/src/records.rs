@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use plan::{ActionKind, ItemKind, OutcomeKind, PlannedAction, Precondition, Summary};
 use store::Timestamp;
 
-use crate::RunId;
+use store::ids::RunId;
 
 /// A line of `S/.set-aside/<run>/MANIFEST.jsonl`, written before the item moves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,12 +35,8 @@ pub struct ManifestLine {
 }
 
 impl ManifestLine {
-    pub(crate) fn for_action(
-        a: &PlannedAction,
-        run: &RunId,
-        moved_to: &str,
-        at: Timestamp,
-    ) -> Self {
+    /// The line of a set-aside of `a`, moved to `moved_to` by run `run`.
+    pub fn for_action(a: &PlannedAction, run: &RunId, moved_to: &str, at: Timestamp) -> Self {
         let (sha256, tree_blake3, bytes) = match &a.precondition {
             Precondition::File { bytes, sha256 } => (Some(sha256.clone()), None, *bytes),
             Precondition::Tree { bytes, tree_blake3 } => (None, Some(tree_blake3.clone()), *bytes),
@@ -51,7 +47,7 @@ impl ManifestLine {
             original: a.path.clone(),
             moved_to: moved_to.to_owned(),
             reason: a.reason.clone(),
-            kind: a.kind.unwrap_or(ItemKind::Directory),
+            kind: a.action.item().unwrap_or(ItemKind::Directory),
             sha256,
             tree_blake3,
             bytes,
@@ -61,7 +57,7 @@ impl ManifestLine {
 
     /// This line with the digest (and the kind that goes with it) of `found`: what a move
     /// actually moved.
-    pub(crate) fn with_digest(&self, found: &Precondition) -> Self {
+    pub fn with_digest(&self, found: &Precondition) -> Self {
         let mut line = self.clone();
         match found {
             Precondition::File { bytes, sha256 } => {

@@ -7,13 +7,13 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path};
 
 use fsroot::{EntryKind, Root};
-use plan::{ActionKind, ItemKind, OutcomeKind, Plan, PlannedAction, Precondition, Skipped};
+use plan::{Action, ActionKind, ItemKind, OutcomeKind, Plan, PlannedAction, Precondition, Skipped};
 use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
 use store::Timestamp;
 
 pub use crate::records::{AnyManifestLine, AppDetail, AppManifestLine};
 use crate::records::{ManifestLine, Receipt};
-use crate::RunId;
+use store::ids::RunId;
 
 /// Why a restore or purge could not be planned.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,8 @@ pub struct AdminPlan {
     pub plan: Plan,
     /// Items not acted on.
     pub skipped: Vec<Skipped>,
+    /// Errors met while planning (a directory that could not be listed), each naming its path.
+    pub errors: Vec<String>,
 }
 
 impl AdminPlan {
@@ -54,14 +56,30 @@ impl AdminPlan {
         self.plan.actions.push(action);
     }
 
+    /// Plans, at the head of the plan, the removal of the temporary files of interrupted doctor
+    /// writes: those in `.reconcile/` and those beside the records this plan rewrites.
+    fn with_housekeeping(mut self, root: &Root) -> AdminPlan {
+        let candidates = self.interrupted_writes(root);
+        let temps =
+            crate::housekeeping::plan_interrupted_writes(root, &candidates, &mut self.errors);
+        crate::housekeeping::prepend(&mut self.plan, temps);
+        self
+    }
+
     /// Temporary files of interrupted doctor writes of the records this plan rewrites (a
     /// thread record a restore gives its previous bytes back): `.<name>.doctor-tmp-<pid>-<n>`
     /// next to each.
-    pub fn interrupted_writes(&self, root: &Root, errors: &mut Vec<String>) -> Vec<String> {
+    fn interrupted_writes(&mut self, root: &Root) -> Vec<String> {
         let mut out = Vec::new();
         let mut by_dir: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
         for a in &self.plan.actions {
-            if a.action == ActionKind::Restore && a.kind == Some(ItemKind::PreviousVersion) {
+            if matches!(
+                a.action,
+                Action::Restore {
+                    kind: ItemKind::PreviousVersion,
+                    ..
+                }
+            ) {
                 let (dir, name) = a.path.rsplit_once('/').unwrap_or(("", &a.path));
                 by_dir.entry(dir).or_default().insert(name);
             }
@@ -71,7 +89,7 @@ impl AdminPlan {
                 Ok(entries) => entries,
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => {
-                    errors.push(e.to_string());
+                    self.errors.push(e.to_string());
                     continue;
                 }
             };
@@ -463,7 +481,7 @@ fn on_disk(root: &Root, item: &SetAsideItem) -> Result<Option<(ItemKind, Precond
         }
     };
     // A file or a directory, as the match above established: digested by its kind.
-    match crate::item_digest(root, &item.moved_to) {
+    match crate::judge::item_digest(root, &item.moved_to) {
         Ok(Some(pre)) => Ok(Some((kind, pre))),
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),
@@ -473,7 +491,7 @@ fn on_disk(root: &Root, item: &SetAsideItem) -> Result<Option<(ItemKind, Precond
 fn action(
     rule: &str,
     rule_name: &str,
-    kind: ActionKind,
+    kind: Action,
     path: &str,
     reason: String,
     pre: Precondition,
@@ -484,10 +502,6 @@ fn action(
         rule_name: rule_name.to_owned(),
         action: kind,
         path: path.to_owned(),
-        kind: None,
-        document: None,
-        from: None,
-        root: None,
         reason,
         precondition: pre,
     }
@@ -502,6 +516,15 @@ fn action(
 /// `detail.sha256`; a store or directory, which has no digest, must be found where the line
 /// says, as the kind it says, and moves back as that kind (a store by the store-move protocol).
 pub fn plan_restore(
+    root: &Root,
+    run: &str,
+    items: &[String],
+    attribute: Attribute<'_>,
+) -> Result<AdminPlan, AdminError> {
+    Ok(restore_actions(root, run, items, attribute)?.with_housekeeping(root))
+}
+
+fn restore_actions(
     root: &Root,
     run: &str,
     items: &[String],
@@ -562,10 +585,12 @@ pub fn plan_restore(
             );
             continue;
         }
-        let mut a = action(
+        let a = action(
             rule,
             "restore",
-            ActionKind::SetAside,
+            Action::SetAside {
+                kind: ItemKind::Document,
+            },
             doc,
             format!("written by the recovery of run {run}, which is being restored"),
             Precondition::File {
@@ -573,7 +598,6 @@ pub fn plan_restore(
                 sha256: d.sha256,
             },
         );
-        a.kind = Some(ItemKind::Document);
         out.push(a);
     }
     for line in &manifest.refused {
@@ -634,7 +658,7 @@ pub fn plan_restore(
                     // and the run, and the two halves together are what the line promises.
                     Some(_)
                         if line.kind == Some(ItemKind::RuntimeStore)
-                            && crate::store_restore_cut_short(
+                            && crate::judge::store_restore_cut_short(
                                 root,
                                 &line.original,
                                 &line.moved_to,
@@ -670,7 +694,11 @@ pub fn plan_restore(
                 Ok(Some((ItemKind::RuntimeStore, _)))
                     if !matches!(root.stat(Path::new(&line.original)), Ok(None)) =>
                 {
-                    match crate::store_restore_cut_short(root, &line.original, &line.moved_to) {
+                    match crate::judge::store_restore_cut_short(
+                        root,
+                        &line.original,
+                        &line.moved_to,
+                    ) {
                         Some(merged) => {
                             continuing = true;
                             (ItemKind::RuntimeStore, merged)
@@ -725,16 +753,17 @@ pub fn plan_restore(
         } else {
             format!("set aside by {by}: {}", line.reason)
         };
-        let mut a = action(
+        let a = action(
             &line.rule,
             "restore",
-            ActionKind::Restore,
+            Action::Restore {
+                kind,
+                from: line.moved_to.clone(),
+            },
             &line.original,
             reason,
             want,
         );
-        a.kind = Some(kind);
-        a.from = Some(line.moved_to.clone());
         out.push(a);
     }
     Ok(out)
@@ -880,6 +909,15 @@ pub fn plan_purge(
     now: Timestamp,
     force: bool,
 ) -> Result<AdminPlan, AdminError> {
+    Ok(purge_actions(root, older_than, now, force)?.with_housekeeping(root))
+}
+
+fn purge_actions(
+    root: &Root,
+    older_than: i64,
+    now: Timestamp,
+    force: bool,
+) -> Result<AdminPlan, AdminError> {
     let mut out = AdminPlan::default();
     let Some(stat) = root.stat(Path::new(SET_ASIDE_DIR))? else {
         return Ok(out);
@@ -940,7 +978,7 @@ pub fn plan_purge(
         out.push(action(
             "purge",
             "purge-set-aside",
-            ActionKind::Purge,
+            Action::Purge,
             &rel,
             reason,
             Precondition::Tree {

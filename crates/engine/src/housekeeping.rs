@@ -1,0 +1,209 @@
+//! Housekeeping planned like any other action: the removal of the temporary files that
+//! interrupted atomic writes of earlier doctor runs left (`.<name>.doctor-tmp-<pid>-<n>`).
+//! They are the doctor's own incomplete copies, never session data. Each removal is a
+//! `remove_temp` action of the pseudo-rule `doctor` (`interrupted-write`), with the file's
+//! digest as its precondition, at the head of the plan and outside the bound.
+
+use std::path::Path;
+
+use fsroot::{EntryKind, Root};
+use plan::{Action, Plan, PlannedAction, Precondition};
+use store::ids::{OWNER_LOCK, RECONCILE_DIR};
+
+use crate::judge::{lease_held, lock_is_free};
+
+/// The code housekeeping actions carry in the rule's place.
+pub const CODE: &str = "doctor";
+/// Their name.
+pub const NAME: &str = "interrupted-write";
+/// Their reason.
+pub const REASON: &str = "temporary file of an interrupted doctor write";
+
+/// Whether `a` is a housekeeping action of the one shape it has: a `remove_temp` of a file
+/// whose name is a temporary file's, under the housekeeping code.
+pub fn accepts(a: &PlannedAction) -> bool {
+    a.rule == CODE
+        && a.action == Action::RemoveTemp
+        && a.path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+        && fsroot::temp::is_temp(a.path.rsplit('/').next().unwrap_or(&a.path))
+}
+
+/// The temporary files a real run removes: `candidates` (those the scan found, in S and in
+/// threads directories, or those beside the records a restore rewrites) plus any in
+/// `.reconcile/`, except this process's own, those inside a store another process holds, and
+/// those of a live session. Each is planned with its digest. Reads only, so a dry run lists
+/// exactly what a real run removes. A `.reconcile/` that cannot be listed (other than missing)
+/// or a file that cannot be digested is reported in `errors`, never passed over in silence.
+pub fn plan_interrupted_writes(
+    root: &Root,
+    candidates: &[String],
+    errors: &mut Vec<String>,
+) -> Vec<PlannedAction> {
+    let mut all: Vec<String> = candidates.to_vec();
+    match root.list(Path::new(RECONCILE_DIR)) {
+        Ok(entries) => {
+            for e in entries {
+                let name = e.name.to_string_lossy();
+                if e.kind == EntryKind::File && fsroot::temp::is_temp(&name) {
+                    all.push(format!("{RECONCILE_DIR}/{name}"));
+                }
+            }
+        }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => errors.push(e.to_string()),
+    }
+    // This process's own writes in progress are never someone's interrupted write.
+    all.retain(|p| {
+        !fsroot::temp::is_own(p.rsplit('/').next().unwrap_or(p)) && nobody_holds(root, p)
+    });
+    all.sort();
+    all.dedup();
+    let mut out = Vec::new();
+    for path in all {
+        let digest = match root.file_digest(Path::new(&path)) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        out.push(PlannedAction {
+            seq: 0,
+            rule: CODE.to_owned(),
+            rule_name: NAME.to_owned(),
+            action: Action::RemoveTemp,
+            path,
+            reason: REASON.to_owned(),
+            precondition: Precondition::File {
+                bytes: digest.bytes,
+                sha256: digest.sha256,
+            },
+        });
+    }
+    out
+}
+
+/// Puts `housekeeping` at the head of `plan` and numbers every action from 1 again.
+pub fn prepend(plan: &mut Plan, housekeeping: Vec<PlannedAction>) {
+    if housekeeping.is_empty() {
+        return;
+    }
+    let rest = std::mem::take(&mut plan.actions);
+    plan.actions = housekeeping;
+    plan.actions.extend(rest);
+    for (i, a) in plan.actions.iter_mut().enumerate() {
+        a.seq = i as u64 + 1;
+    }
+}
+
+/// The session a temporary file belongs to: the first component of its path, or for one in S
+/// itself the stem of the document it was writing.
+pub fn session_of_temp(path: &str) -> String {
+    match path.split_once('/') {
+        Some((first, _)) => first.to_owned(),
+        None => fsroot::temp::target(path)
+            .map(|t| t.strip_suffix(".json").unwrap_or(t).to_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// The store a temporary file lies in, when it is in a store's `threads/`.
+pub fn store_of_temp(path: &str) -> Option<&str> {
+    path.rsplit_once("/threads/").map(|(store, _)| store)
+}
+
+/// Whether nobody holds the store or the session a temporary file lies in.
+fn nobody_holds(root: &Root, path: &str) -> bool {
+    if let Some(store) = store_of_temp(path) {
+        if !lock_is_free(root, &format!("{store}/{OWNER_LOCK}")) {
+            return false;
+        }
+    }
+    lease_held(root, &session_of_temp(path)).is_ok_and(|held| !held)
+}
+
+#[cfg(test)]
+// The tests build their trees with std::fs, outside the root under test.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, bytes: &[u8]) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_reconcile_dir_that_cannot_be_listed_is_reported_not_taken_for_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let mut errors = Vec::new();
+        assert!(plan_interrupted_writes(&root, &[], &mut errors).is_empty());
+        assert!(
+            errors.is_empty(),
+            "a missing .reconcile is empty: {errors:?}"
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join(RECONCILE_DIR)).unwrap();
+        assert!(plan_interrupted_writes(&root, &[], &mut errors).is_empty());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains(RECONCILE_DIR), "{}", errors[0]);
+    }
+
+    #[test]
+    fn each_removal_is_planned_with_the_files_digest_and_heads_the_plan() {
+        let tmp = tempfile::tempdir().unwrap();
+        let temp = ".a.json.doctor-tmp-4242-0";
+        write(tmp.path(), temp, b"half a document");
+        write(tmp.path(), ".reconcile/.last.json.doctor-tmp-4242-1", b"{");
+        let root = Root::open(tmp.path()).unwrap();
+        let mut errors = Vec::new();
+        let planned = plan_interrupted_writes(&root, &[temp.to_owned()], &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        let paths: Vec<&str> = planned.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(paths, [temp, ".reconcile/.last.json.doctor-tmp-4242-1"]);
+        let digest = root.file_digest(Path::new(temp)).unwrap();
+        assert_eq!(
+            planned[0].precondition,
+            Precondition::File {
+                bytes: digest.bytes,
+                sha256: digest.sha256
+            }
+        );
+        assert!(planned.iter().all(accepts), "{planned:?}");
+
+        let mut plan = Plan {
+            actions: vec![PlannedAction {
+                seq: 1,
+                rule: "R1".into(),
+                ..planned[0].clone()
+            }],
+            ..Plan::default()
+        };
+        prepend(&mut plan, planned);
+        let seqs: Vec<(u64, &str)> = plan
+            .actions
+            .iter()
+            .map(|a| (a.seq, a.rule.as_str()))
+            .collect();
+        assert_eq!(seqs, [(1, CODE), (2, CODE), (3, "R1")]);
+    }
+
+    #[test]
+    fn a_temporary_file_of_a_live_session_is_not_planned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let temp = "alpha/.notes.doctor-tmp-4242-0";
+        write(tmp.path(), temp, b"x");
+        write(tmp.path(), ".late-usage/alpha.live", b"");
+        let lease = std::fs::File::open(tmp.path().join(".late-usage/alpha.live")).unwrap();
+        rustix::fs::flock(&lease, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let mut errors = Vec::new();
+        assert!(plan_interrupted_writes(&root, &[temp.to_owned()], &mut errors).is_empty());
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+}
