@@ -1,6 +1,7 @@
-//! c49, c59, c62, c63. The doctor's own files tampered with or unwritable: `last.json` replaced
-//! by a directory, the receipts log hard-linked to a file outside S, manifest lines that name
-//! live items, a `--plan-out` that cannot be written.
+//! c49, c59, c62, c63, c80. The doctor's own files tampered with or unwritable: `last.json`
+//! replaced by a directory, the receipts log hard-linked to a file outside S or replaced by a
+//! directory (in S and in the sweep's state directory), manifest lines that name live items, a
+//! `--plan-out` that cannot be written.
 
 use super::*;
 
@@ -28,6 +29,63 @@ fn c49_a_late_failure_keeps_the_report() {
         std::fs::read(c.s.join(".reconcile/last.json/keep")).unwrap(),
         b"theirs\n"
     );
+}
+
+/// One receipt policy for every pack: the receipts log is a directory, so no receipt can be
+/// written. The sessions repair and the build-dirs sweep both apply their actions (nothing is
+/// lost: a set-aside is in the run's directory, a reclaimed work directory is regenerable),
+/// then fail the run (exit 1), each saying which action went unreceipted and why.
+#[test]
+fn c80_a_receipt_that_cannot_be_written_fails_the_run_after_the_action_in_every_pack() {
+    let c = Case::new();
+    write(
+        &c.s,
+        "torn.json",
+        b"{\"schema_version\": 1, \"messages\": [",
+    );
+    std::fs::create_dir_all(c.s.join(".reconcile/receipts.jsonl/keep")).unwrap();
+    let out = repair_bin(&c.s, false)
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.timed_out);
+    assert!(!c.s.join("torn.json").exists(), "the set-aside was applied");
+    assert_says(
+        &out.said(),
+        "was applied, but its receipt could not be written",
+    );
+    assert_says(&out.said(), "receipts.jsonl");
+    assert_eq!(out.code, Some(1), "{}", out.said());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let state = tmp.path().join("state");
+    let work = root.join("go-build3000/b001");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("_pkg_.a"), b"object").unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(3 * 3600);
+    crate::common::case::set_mtime_recursive(&root.join("go-build3000"), old);
+    let receipts = state.join("doctor").join(doctor::sweep::RECEIPTS_FILE);
+    std::fs::create_dir_all(receipts.join("keep")).unwrap();
+    let sweep = Doctor::new()
+        .args(["--sweep-build-dirs", "--root"])
+        .arg(&root)
+        .env("XDG_STATE_HOME", &state)
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(
+        !root.join("go-build3000").exists(),
+        "the reclaim was applied"
+    );
+    assert_says(
+        &sweep.said(),
+        "was applied, but its receipt could not be written",
+    );
+    assert_says(&sweep.said(), &receipts.display().to_string());
+    assert!(
+        receipts.join("keep").is_dir(),
+        "what stands at the log is left"
+    );
+    assert_eq!(sweep.code, Some(1), "{}", sweep.said());
 }
 
 /// `S/.reconcile/receipts.jsonl` is a hard link to a file outside S: appending to it appended
