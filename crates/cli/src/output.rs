@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 
-use engine::records::LastRun;
 use engine::Planned;
 use exec::Applied;
 use plan::{
-    notice_line, render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile,
-    PlannedAction, Skipped, Summary,
+    render_actions, render_skipped, Outcome, OutcomeKind, Plan, PlanFile, PlannedAction, Skipped,
 };
 use serde::Serialize;
+use sessions::LastRun;
+use sessions::{notice_line, Summary};
 use store::ids::RunId;
 
 /// The JSON document of `--repair-sessions` and `--apply-plan`.
@@ -48,7 +48,7 @@ pub struct RepairReport {
 }
 
 impl RepairReport {
-    pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned) -> RepairReport {
+    pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned<Summary>) -> RepairReport {
         let mut actions = engine::count_actions(sessions::RULES, &planned.plan.actions);
         if actions.items_set_aside() > 0 {
             actions.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
@@ -59,7 +59,7 @@ impl RepairReport {
             sessions_dir,
             run: run.0,
             outcomes: Vec::new(),
-            summary: merged(planned.counts, &actions),
+            summary: merged(planned_summary(&planned), &actions),
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
@@ -73,7 +73,7 @@ impl RepairReport {
     pub(crate) fn applied(
         sessions_dir: String,
         run: RunId,
-        planned: Planned,
+        planned: Planned<Summary>,
         applied: Applied,
     ) -> RepairReport {
         let actions = counted(&planned.plan, &applied, &run);
@@ -82,7 +82,7 @@ impl RepairReport {
             dry_run: false,
             sessions_dir,
             run: run.0,
-            summary: merged(planned.counts, &actions),
+            summary: merged(planned_summary(&planned), &actions),
             skipped: planned.skipped,
             ignored: planned.ignored_why.iter().map(|(p, _)| p.clone()).collect(),
             unusable_bindings: planned.unusable_bindings,
@@ -439,6 +439,17 @@ fn interrupted_writes(actions: &[PlannedAction], outcomes: Option<&Vec<Outcome>>
         })
         .map(|a| a.path.clone())
         .collect()
+}
+
+/// The summary of what planning found: the rules' counters, the actions the bound deferred,
+/// and the errors met.
+fn planned_summary(planned: &Planned<Summary>) -> Summary {
+    Summary {
+        actions_deferred: planned.plan.deferred,
+        limit_reached: planned.limit_reached,
+        errors: planned.errors.clone(),
+        ..planned.counts.clone()
+    }
 }
 
 /// `base` with `more` added ([`Summary`]'s `+=`).

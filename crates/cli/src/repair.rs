@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::records::LastRun;
 use fsroot::{Root, WritableRoot};
 use plan::PlanFile;
+use sessions::LastRun;
 use store::ids::RunId;
 use store::Clock;
 

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use engine::records::LastRun;
 use fsroot::Root;
+use sessions::LastRun;
 use store::ids::RunId;
 use store::ids::SET_ASIDE_DIR;
 

@@ -20,6 +20,7 @@ pub struct BuildDirs;
 impl Pack for BuildDirs {
     const NAME: &'static str = "build-dirs";
     type Context<'a> = BuildContext<'a>;
+    type Counts = crate::NoCounts;
 }
 
 /// Settings of a build-dirs run.
@@ -204,7 +205,7 @@ pub fn plan_build_dirs(
         for rule in rules {
             let mut result = rule.plan(&cx);
             seal::order(&mut result.proposals);
-            out.errors.extend(result.counts.errors.iter().cloned());
+            out.errors.extend(result.errors);
             out.skipped
                 .extend(result.skipped.into_iter().map(|s| RootSkipped {
                     root: label.to_string(),

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 pub use fsroot::EntryKind;
 use fsroot::Root;
-use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped, Summary};
+use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped};
 use refset::ReferenceSet;
 use store::{Inventory, Timestamp};
 
@@ -130,45 +130,63 @@ pub enum Effect {
     },
 }
 
-/// What one rule returns.
+/// What one rule returns; `C` is its pack's counters.
 #[derive(Debug, Default)]
-pub struct RuleOutput {
+pub struct RuleOutput<C> {
     /// Proposed actions, in any order.
     pub proposals: Vec<Proposal>,
     /// Items deliberately left, with why (JSON `skipped`).
     pub skipped: Vec<Skipped>,
-    /// Counters the rule contributes to the summary (kept items and the like).
-    pub counts: Summary,
+    /// Counters the rule contributes to the pack's summary (kept items and the like).
+    pub counts: C,
+    /// Errors the rule reports, each naming its path.
+    pub errors: Vec<String>,
 }
 
-/// A rule pack, as the engine sees it: what its rules are given to read.
+/// The counters of a pack's summary: they start at zero and the parts of a run (each rule,
+/// the applied actions) merge with `+=`.
+pub trait Counts: Default + for<'c> std::ops::AddAssign<&'c Self> {}
+
+impl<C: Default + for<'c> std::ops::AddAssign<&'c C>> Counts for C {}
+
+/// The counters of a pack that counts nothing beyond its plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoCounts;
+
+impl std::ops::AddAssign<&NoCounts> for NoCounts {
+    fn add_assign(&mut self, _: &NoCounts) {}
+}
+
+/// A rule pack, as the engine sees it: what its rules are given to read, and the counters
+/// they move.
 pub trait Pack {
     /// The pack's name (`sessions`, `build-dirs`): its directory under `rules/` and
     /// `fixtures/`.
     const NAME: &'static str;
     /// What a rule of the pack sees.
     type Context<'a>;
+    /// The counters of the pack's summary, which the pack owns.
+    type Counts: Counts;
 }
 
 /// The sessions pack: its rules see the inventory and the projected reference set
-/// ([`Context`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Sessions;
+/// ([`Context`]) and move the counters `C`, the summary the sessions pack defines.
+pub struct Sessions<C>(std::marker::PhantomData<fn() -> C>);
 
-impl Pack for Sessions {
+impl<C: Counts> Pack for Sessions<C> {
     const NAME: &'static str = "sessions";
     type Context<'a> = Context<'a>;
+    type Counts = C;
 }
 
-/// A rule of pack `P` (the sessions pack unless named): what the pack gives it in, proposals
-/// out. No I/O.
+/// A rule of pack `P`: what the pack gives it in, proposals out. No I/O.
 ///
 /// A rule declares everything about itself: its code and name, its page, the kinds of action it
 /// plans, the check that an action of a saved plan is one it could have planned, and the
 /// summary counter its actions move. A pack's registry (`RULES`) lists its rules; the
 /// `--apply-plan` check ([`check_plan`]), the counts ([`count_actions`]) and the rule pages
 /// (`cargo xtask docs`) all go through it.
-pub trait Rule<P: Pack = Sessions>: Send + Sync {
+pub trait Rule<P: Pack>: Send + Sync {
     /// `R1`.
     fn code(&self) -> &'static str;
     /// `unreadable-document`.
@@ -184,9 +202,9 @@ pub trait Rule<P: Pack = Sessions>: Send + Sync {
     fn accepts(&self, a: &PlannedAction) -> bool;
     /// Counts an applied action of this rule (or, in a dry run, a planned one) in the summary
     /// field it moves, if any.
-    fn count(&self, _a: &PlannedAction, _summary: &mut Summary) {}
+    fn count(&self, _a: &PlannedAction, _counts: &mut P::Counts) {}
     /// Proposes actions.
-    fn plan(&self, cx: &P::Context<'_>) -> RuleOutput;
+    fn plan(&self, cx: &P::Context<'_>) -> RuleOutput<P::Counts>;
 }
 
 /// The rule of `rules` whose code is `code`.
@@ -234,25 +252,30 @@ pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), St
 pub fn count_actions<'a, P: Pack>(
     rules: &[&dyn Rule<P>],
     actions: impl IntoIterator<Item = &'a PlannedAction>,
-) -> Summary {
-    let mut summary = Summary::default();
+) -> P::Counts {
+    let mut counts = P::Counts::default();
     for a in actions {
         if let Some(rule) = rule_for(rules, &a.rule) {
-            rule.count(a, &mut summary);
+            rule.count(a, &mut counts);
         }
     }
-    summary
+    counts
 }
 
-/// The result of planning.
+/// The result of planning the sessions pack, whose counters are `C`.
 #[derive(Debug, Default)]
-pub struct Planned {
+pub struct Planned<C> {
     /// The plan, bounded.
     pub plan: Plan,
     /// Items skipped by rules.
     pub skipped: Vec<Skipped>,
-    /// Counts for the summary (actions are counted separately).
-    pub counts: Summary,
+    /// The rules' counters (actions are counted separately, [`count_actions`]).
+    pub counts: C,
+    /// Errors met, each naming its path: the rules', the items that could not be digested, the
+    /// scan's, and the housekeeping's.
+    pub errors: Vec<String>,
+    /// Whether the bound cut the plan.
+    pub limit_reached: bool,
     /// Ignored entries with why (the JSON output lists the paths, the human report both).
     pub ignored_why: Vec<(String, &'static str)>,
     /// Bindings that bind nothing, for the report.
@@ -262,7 +285,11 @@ pub struct Planned {
 /// Scans S (and, read-only, what `$CODEWHALE_HOME` holds that names sessions or pins stores)
 /// and plans the given rules, in order.
 #[tracing::instrument(skip_all)]
-pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroot::Result<Planned> {
+pub fn plan_sessions<C: Counts>(
+    root: &Root,
+    rules: &[&dyn Rule<Sessions<C>>],
+    config: &Config,
+) -> fsroot::Result<Planned<C>> {
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
     let mut inventory = store::scan_with(root, &external)?;
     inventory.errors.extend(external_errors);
@@ -280,7 +307,7 @@ pub fn plan_sessions(root: &Root, rules: &[&dyn Rule], config: &Config) -> fsroo
     let temps = housekeeping::plan_interrupted_writes(
         root,
         &inventory.interrupted_writes,
-        &mut planned.counts.errors,
+        &mut planned.errors,
     );
     housekeeping::prepend(&mut planned.plan, temps);
     Ok(planned)
@@ -301,15 +328,23 @@ pub fn recoverable_stores(inventory: &Inventory, refs: &ReferenceSet) -> BTreeSe
 }
 
 /// Plans the rules over an existing inventory and reference set.
-pub fn plan_inventory(
+pub fn plan_inventory<C: Counts>(
     root: &Root,
     inventory: &Inventory,
     mut refs: ReferenceSet,
     recoverable: &BTreeSet<String>,
-    rules: &[&dyn Rule],
+    rules: &[&dyn Rule<Sessions<C>>],
     config: &Config,
-) -> Planned {
-    let mut out = Planned::default();
+) -> Planned<C> {
+    let mut out = Planned {
+        plan: Plan::default(),
+        skipped: Vec::new(),
+        counts: C::default(),
+        errors: Vec::new(),
+        limit_reached: false,
+        ignored_why: Vec::new(),
+        unusable_bindings: Vec::new(),
+    };
     let mut ordered = Vec::new();
     for rule in rules {
         let cx = Context {
@@ -324,6 +359,7 @@ pub fn plan_inventory(
             project(&mut refs, inventory, &p.effect);
         }
         out.counts += &result.counts;
+        out.errors.extend(result.errors);
         out.skipped.extend(result.skipped);
         ordered.extend(result.proposals.into_iter().map(|p| seal::Ordered {
             root,
@@ -334,13 +370,11 @@ pub fn plan_inventory(
     }
     let sealed = seal::bound_and_seal(ordered, config.max_actions);
     // Items that could not be digested could not be guarded: not planned, reported.
-    out.counts.errors.extend(sealed.errors);
+    out.errors.extend(sealed.errors);
     out.plan = sealed.plan;
     out.plan.planned_at = Some(config.now.to_string());
-    out.counts.actions_deferred = out.plan.deferred;
-    out.counts.limit_reached = sealed.limit_reached;
-    out.counts
-        .errors
+    out.limit_reached = sealed.limit_reached;
+    out.errors
         .extend(inventory.errors.iter().map(|e| e.message.clone()));
     out.ignored_why = inventory
         .ignored

@@ -212,8 +212,9 @@ pub fn single_flight_lock(root: &WritableRoot, rel: &str) -> fsroot::Result<Opti
     }
 }
 
-/// Writes `S/.reconcile/last.json` atomically.
-pub fn write_last(root: &WritableRoot, last: &engine::records::LastRun) -> fsroot::Result<()> {
+/// Writes `S/.reconcile/last.json` atomically: `last`, the pack's record of the run, as
+/// pretty JSON.
+pub fn write_last(root: &WritableRoot, last: &impl serde::Serialize) -> fsroot::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
     bytes.push(b'\n');
     root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), &bytes)

@@ -1,15 +1,13 @@
 //! The plan: an ordered list of [`PlannedAction`]s, each with the precondition it expects to
 //! find, plus the count of deferred actions. One value, which a dry run prints and a real run
-//! applies, action for action. Also the run summary and the text rendering of both.
+//! applies, action for action; what happened to each; and the text rendering of both.
 
 mod render;
-mod summary;
 mod wire;
 
 use serde::{Deserialize, Serialize};
 
-pub use render::{notice_line, render_action, render_actions, render_skipped, shown_path};
-pub use summary::Summary;
+pub use render::{render_action, render_actions, render_skipped, shown_path};
 
 /// What an action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! Text rendering of plans and outcomes, shared by the dry run and the real run.
 
-use crate::{Outcome, OutcomeKind, PlannedAction, Skipped, Summary};
+use crate::{Outcome, OutcomeKind, PlannedAction, Skipped};
 
 /// `would set aside torn.json  (R1 unreadable-document: <reason>)`, or the past tense.
 pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
@@ -67,24 +67,4 @@ pub fn render_actions(actions: &[PlannedAction], outcomes: &[Outcome], dry_run: 
 /// `skipped <path>  (<rule>: <why>)`.
 pub fn render_skipped(s: &Skipped) -> String {
     format!("skipped {}  ({}: {})", s.path, s.rule, s.why)
-}
-
-/// The notice line of a real run, or `None` when nothing changed.
-pub fn notice_line(s: &Summary) -> Option<String> {
-    let mut parts = Vec::new();
-    if s.sessions_recovered > 0 {
-        parts.push(format!("{} recovered", s.sessions_recovered));
-    }
-    // cli.md's wording: a thread unbound from a missing document (R4) and a thread bound after a
-    // crash (R3's `bind_thread`) are both re-linked.
-    let relinked = s.threads_bound + s.threads_unbound;
-    if relinked > 0 {
-        parts.push(format!("{relinked} threads re-linked"));
-    }
-    let set_aside = s.items_set_aside();
-    if set_aside > 0 {
-        let to = s.set_aside_path.as_deref().unwrap_or(".set-aside");
-        parts.push(format!("{set_aside} unused items set aside → {to}"));
-    }
-    (!parts.is_empty()).then(|| format!("Sessions repaired: {}", parts.join(", ")))
 }

@@ -1,7 +1,8 @@
 //! B1 `leaked-go-workdir`: reclaims Go work directories that a killed build left behind.
 
 use engine::{
-    BuildContext, BuildDirs, Effect, EntryKind, Expect, Proposal, RootEntry, Rule, RuleOutput,
+    BuildContext, BuildDirs, Effect, EntryKind, Expect, NoCounts, Proposal, RootEntry, Rule,
+    RuleOutput,
 };
 use plan::{Action, ActionKind, PlannedAction, Skipped};
 
@@ -30,8 +31,8 @@ impl Rule<BuildDirs> for LeakedGoWorkdir {
         is_go_work_dir_name(&a.path)
     }
 
-    fn plan(&self, cx: &BuildContext<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
+    fn plan(&self, cx: &BuildContext<'_>) -> RuleOutput<NoCounts> {
+        let mut out = RuleOutput::<NoCounts>::default();
         for entry in &cx.listing.entries {
             match judge(cx, entry) {
                 Verdict::NotOurs => {}

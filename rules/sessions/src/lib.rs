@@ -1,11 +1,17 @@
-//! The sessions rule pack and its registry: one line per rule, in planning order.
+//! The sessions rule pack: its registry (one line per rule, in planning order), its summary
+//! and notice line, and its record of the last run (`last.json`).
 
+mod last_run;
 mod r1_unreadable_document;
 mod r2_unbound_empty_store;
 mod r3_orphan_thread;
 mod r4_dangling_thread_binding;
 mod r5_orphan_artifact_dir;
 mod shape;
+mod summary;
+
+pub use last_run::{LastRun, ReconcileSummary};
+pub use summary::{notice_line, Summary};
 
 pub use r1_unreadable_document::UnreadableDocument;
 pub use r2_unbound_empty_store::UnboundEmptyStore;
@@ -15,8 +21,12 @@ pub use r5_orphan_artifact_dir::OrphanArtifactDir;
 
 use engine::Rule;
 
+/// The sessions pack as the engine sees it: its rules see [`engine::Context`] and move the
+/// counters of [`Summary`].
+pub type Pack = engine::Sessions<Summary>;
+
 /// The sessions pack, in planning order (rules.md: R1, R4, R3, R2, R5).
-pub static RULES: &[&dyn Rule] = &[
+pub static RULES: &[&dyn Rule<Pack>] = &[
     &UnreadableDocument,
     &DanglingThreadBinding,
     &OrphanThread,

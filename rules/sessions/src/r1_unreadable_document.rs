@@ -1,14 +1,16 @@
 //! R1 `unreadable-document`: sets aside session documents that cannot be read.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+
+use crate::{Pack, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped};
 use store::DocState;
 
 #[doc = include_str!("r1_unreadable_document.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct UnreadableDocument;
 
-impl Rule for UnreadableDocument {
+impl Rule<Pack> for UnreadableDocument {
     fn code(&self) -> &'static str {
         "R1"
     }
@@ -33,8 +35,8 @@ impl Rule for UnreadableDocument {
         summary.documents_set_aside += 1;
     }
 
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput<Summary> {
+        let mut out = RuleOutput::<Summary>::default();
         for doc in &cx.inventory.documents {
             let (reason, digest) = match &doc.state {
                 DocState::NewerSchema { .. } => {

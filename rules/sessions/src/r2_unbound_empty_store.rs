@@ -2,13 +2,15 @@
 //! work.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, PlannedAction, Skipped, Summary};
+
+use crate::{Pack, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Skipped};
 
 #[doc = include_str!("r2_unbound_empty_store.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct UnboundEmptyStore;
 
-impl Rule for UnboundEmptyStore {
+impl Rule<Pack> for UnboundEmptyStore {
     fn code(&self) -> &'static str {
         "R2"
     }
@@ -41,8 +43,8 @@ impl Rule for UnboundEmptyStore {
         }
     }
 
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput<Summary> {
+        let mut out = RuleOutput::<Summary>::default();
         // Documents that exist but could not be read: what they bind is unknown.
         let inaccessible: std::collections::BTreeSet<&str> = cx
             .inventory

@@ -2,14 +2,16 @@
 //! a store no document binds.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+
+use crate::{Pack, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped};
 use store::ThreadState;
 
 #[doc = include_str!("r3_orphan_thread.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct OrphanThread;
 
-impl Rule for OrphanThread {
+impl Rule<Pack> for OrphanThread {
     fn code(&self) -> &'static str {
         "R3"
     }
@@ -42,9 +44,9 @@ impl Rule for OrphanThread {
         }
     }
 
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
-        let skip = |out: &mut RuleOutput, path: &str, why: String| {
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput<Summary> {
+        let mut out = RuleOutput::<Summary>::default();
+        let skip = |out: &mut RuleOutput<Summary>, path: &str, why: String| {
             out.skipped.push(Skipped {
                 path: path.to_owned(),
                 rule: "R3".into(),
@@ -84,8 +86,7 @@ impl Rule for OrphanThread {
                         format!("store kept, recovery failed: {e}"),
                     );
                     // The app records a recovery error in the summary's `errors` too.
-                    out.counts
-                        .errors
+                    out.errors
                         .push(format!("recovery in {} failed: {e}", store.path));
                 }
                 continue;

@@ -1,14 +1,16 @@
 //! R4 `dangling-thread-binding`: unbinds threads whose session document no longer exists.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped, Summary};
+
+use crate::{Pack, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction, Precondition, Skipped};
 use store::ThreadState;
 
 #[doc = include_str!("r4_dangling_thread_binding.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct DanglingThreadBinding;
 
-impl Rule for DanglingThreadBinding {
+impl Rule<Pack> for DanglingThreadBinding {
     fn code(&self) -> &'static str {
         "R4"
     }
@@ -33,8 +35,8 @@ impl Rule for DanglingThreadBinding {
         summary.threads_unbound += 1;
     }
 
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput<Summary> {
+        let mut out = RuleOutput::<Summary>::default();
         for store in cx.inventory.stores() {
             if store.newer_thread {
                 // The app cannot list a store holding a newer thread: no rule acts on it.

@@ -1,13 +1,15 @@
 //! R5 `orphan-artifact-dir`: sets aside artifact-only session directories of no known session.
 
 use engine::{Context, Effect, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, PlannedAction, Summary};
+
+use crate::{Pack, Summary};
+use plan::{Action, ActionKind, ItemKind, PlannedAction};
 
 #[doc = include_str!("r5_orphan_artifact_dir.md")]
 #[derive(Debug, Clone, Copy)]
 pub struct OrphanArtifactDir;
 
-impl Rule for OrphanArtifactDir {
+impl Rule<Pack> for OrphanArtifactDir {
     fn code(&self) -> &'static str {
         "R5"
     }
@@ -32,8 +34,8 @@ impl Rule for OrphanArtifactDir {
         summary.artifact_dirs_set_aside += 1;
     }
 
-    fn plan(&self, cx: &Context<'_>) -> RuleOutput {
-        let mut out = RuleOutput::default();
+    fn plan(&self, cx: &Context<'_>) -> RuleOutput<Summary> {
+        let mut out = RuleOutput::<Summary>::default();
         for dir in &cx.inventory.session_dirs {
             if !dir.artifact_only || cx.refs.known_sessions.contains(&dir.id) {
                 continue;

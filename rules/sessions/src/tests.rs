@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::{Config, Context, Expect, Proposal, Rule, RuleOutput};
-use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Summary};
+use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition};
 use refset::ReferenceSet;
 use store::recover::RecoverySummary;
 use store::{
@@ -110,10 +110,10 @@ fn inventory(documents: Vec<Document>, session_dirs: Vec<SessionDir>) -> Invento
 /// Runs `rule` as the planner would (reference set, R3 gate, default config at [`NOW`]),
 /// after `project` has applied what earlier rules planned.
 fn plan_after(
-    rule: &dyn Rule,
+    rule: &dyn Rule<Pack>,
     inv: &Inventory,
     project: impl FnOnce(&mut ReferenceSet),
-) -> RuleOutput {
+) -> RuleOutput<Summary> {
     let anchor = Path::new("/s");
     let mut refs = ReferenceSet::build(inv, &[anchor, anchor]);
     let recoverable = engine::recoverable_stores(inv, &refs);
@@ -127,22 +127,22 @@ fn plan_after(
     })
 }
 
-fn plan(rule: &dyn Rule, inv: &Inventory) -> RuleOutput {
+fn plan(rule: &dyn Rule<Pack>, inv: &Inventory) -> RuleOutput<Summary> {
     plan_after(rule, inv, |_| {})
 }
 
 /// The only proposal of `out`.
-fn only(out: &RuleOutput) -> &Proposal {
+fn only(out: &RuleOutput<Summary>) -> &Proposal {
     assert_eq!(out.proposals.len(), 1, "{:?}", out.proposals);
     &out.proposals[0]
 }
 
-fn nothing(out: &RuleOutput) {
+fn nothing(out: &RuleOutput<Summary>) {
     assert!(out.proposals.is_empty(), "{:?}", out.proposals);
 }
 
 /// The one `skipped` entry's `why`.
-fn skipped_why(out: &RuleOutput) -> &str {
+fn skipped_why(out: &RuleOutput<Summary>) -> &str {
     assert_eq!(out.skipped.len(), 1, "{:?}", out.skipped);
     &out.skipped[0].why
 }
@@ -156,7 +156,7 @@ fn file(d: &Digest) -> Expect {
 }
 
 /// An action of `rule` as a plan holds it (the precondition does not matter here).
-fn action(rule: &dyn Rule, action: Action, path: &str) -> PlannedAction {
+fn action(rule: &dyn Rule<Pack>, action: Action, path: &str) -> PlannedAction {
     PlannedAction {
         seq: 1,
         rule: rule.code().into(),
@@ -172,7 +172,7 @@ fn action(rule: &dyn Rule, action: Action, path: &str) -> PlannedAction {
 }
 
 /// The summary after counting one action of `rule`, through the registry.
-fn counted(rule: &dyn Rule, kind: Action) -> Summary {
+fn counted(rule: &dyn Rule<Pack>, kind: Action) -> Summary {
     engine::count_actions(RULES, [&action(rule, kind, "x")])
 }
 
@@ -431,7 +431,7 @@ fn r3_reports_a_failed_recovery_as_an_error_and_keeps_the_store() {
     nothing(&out);
     assert!(skipped_why(&out).contains("recovery failed"));
     assert_eq!(
-        out.counts.errors,
+        out.errors,
         ["recovery in a/runtime failed: turns/x.json: bad"]
     );
 }
@@ -593,7 +593,7 @@ fn r5_leaves_a_directory_that_holds_a_store() {
 
 #[test]
 fn every_rules_positive_proposal_passes_the_saved_plan_check() {
-    let cases: [(&dyn Rule, Inventory); 5] = [
+    let cases: [(&dyn Rule<Pack>, Inventory); 5] = [
         (
             &UnreadableDocument,
             inventory(vec![unreadable("torn")], vec![]),

@@ -1,4 +1,5 @@
-//! The run summary of cli.md: counts of what was planned (dry run) or applied (real run).
+//! The sessions pack's run summary (cli.md): counts of what was planned (dry run) or applied
+//! (real run), how its parts merge, and the notice line of a real run.
 
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +95,26 @@ impl std::ops::AddAssign<&Summary> for Summary {
         }
         self.errors.extend(errors.iter().cloned());
     }
+}
+
+/// The notice line of a real run, or `None` when nothing changed.
+pub fn notice_line(s: &Summary) -> Option<String> {
+    let mut parts = Vec::new();
+    if s.sessions_recovered > 0 {
+        parts.push(format!("{} recovered", s.sessions_recovered));
+    }
+    // cli.md's wording: a thread unbound from a missing document (R4) and a thread bound after a
+    // crash (R3's `bind_thread`) are both re-linked.
+    let relinked = s.threads_bound + s.threads_unbound;
+    if relinked > 0 {
+        parts.push(format!("{relinked} threads re-linked"));
+    }
+    let set_aside = s.items_set_aside();
+    if set_aside > 0 {
+        let to = s.set_aside_path.as_deref().unwrap_or(".set-aside");
+        parts.push(format!("{set_aside} unused items set aside → {to}"));
+    }
+    (!parts.is_empty()).then(|| format!("Sessions repaired: {}", parts.join(", ")))
 }
 
 #[cfg(test)]
