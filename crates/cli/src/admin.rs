@@ -4,7 +4,7 @@ use fsroot::{Root, WritableRoot};
 use store::ids::RunId;
 
 use crate::repair::{absolute, open_error};
-use crate::{AdminReport, RepairOptions, RunError};
+use crate::{AdminReport, Error, RepairOptions};
 
 /// Which set-aside command an [`AdminReport`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -20,7 +20,7 @@ fn run_admin(
     opts: &RepairOptions,
     command: AdminCommand,
     plan: impl Fn(&Root) -> Result<engine::admin::AdminPlan, engine::admin::AdminError>,
-) -> Result<AdminReport, RunError> {
+) -> Result<AdminReport, Error> {
     let dir = &opts.sessions_dir;
     let run = RunId::new(opts.clock.now());
     if opts.dry_run {
@@ -30,7 +30,7 @@ fn run_admin(
     }
     let root = WritableRoot::open(dir).map_err(|e| open_error(dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
-        return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
+        return Err(Error::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
     // A restore killed while it wrote a record left that write's temporary file: its removal
     // heads the plan, applied and receipted like every action.
@@ -53,7 +53,7 @@ fn run_admin(
 
 /// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the
 /// manifest; sets aside the documents that run's recoveries wrote; receipted.
-pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, RunError> {
+pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, Error> {
     run_admin(opts, AdminCommand::Restore, |root| {
         engine::admin::plan_restore(root, run, items, &app_line_rule)
     })
@@ -74,7 +74,7 @@ pub fn purge(
     opts: &RepairOptions,
     older_than_secs: i64,
     force: bool,
-) -> Result<AdminReport, RunError> {
+) -> Result<AdminReport, Error> {
     let now = opts.clock.now();
     run_admin(opts, AdminCommand::Purge, |root| {
         engine::admin::plan_purge(root, older_than_secs, now, force)

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::{RepairOptions, RunError};
+use crate::{Error, RepairOptions};
 use clap::Parser;
 use store::{Clock, Timestamp};
 
@@ -155,8 +155,8 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<u8, RunError> {
-    let clock = clock().map_err(RunError::BadEnvironment)?;
+fn run(args: &Args) -> Result<u8, Error> {
+    let clock = clock().map_err(Error::BadEnvironment)?;
     if let Some(plan) = &args.apply_plan {
         let report = with_progress("applying the plan", || crate::apply_plan_file(plan, clock))?;
         if args.json {
@@ -169,7 +169,7 @@ fn run(args: &Args) -> Result<u8, RunError> {
     let dir = match &args.sessions_dir {
         Some(d) => d.clone(),
         None => crate::default_sessions_dir().ok_or_else(|| {
-            RunError::BadEnvironment("no --sessions-dir and no HOME to find the default".into())
+            Error::BadEnvironment("no --sessions-dir and no HOME to find the default".into())
         })?,
     };
     let mut opts = RepairOptions::new(dir);
@@ -206,10 +206,10 @@ fn run(args: &Args) -> Result<u8, RunError> {
         return Ok(0);
     }
     let report = match with_progress("repairing sessions", || crate::repair_sessions(&opts)) {
-        Err(RunError::Busy(lock)) if args.json => {
+        Err(Error::Busy(lock)) if args.json => {
             // `--json` still prints one document: nothing done, skipped_concurrent set.
             print_json(&crate::RepairReport::busy(&opts.sessions_dir, clock.now()));
-            return Err(RunError::Busy(lock));
+            return Err(Error::Busy(lock));
         }
         other => other?,
     };
@@ -221,10 +221,10 @@ fn run(args: &Args) -> Result<u8, RunError> {
             if report.dry_run {
                 return Err(e.into());
             }
-            report.summary.errors.push(format!(
-                "cannot write the plan file {}: {e}",
-                path.display()
-            ));
+            report.summary.errors.push(
+                engine::Problem::from(&e)
+                    .context(&format!("cannot write the plan file {}", path.display())),
+            );
             report.late_failure = true;
         }
     }

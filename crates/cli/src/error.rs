@@ -1,16 +1,28 @@
-//! Why a run could not go on, and the exit code of cli.md for each.
+//! The one error type of the doctor's entry points ([`Error`]): why a run could not go on, the
+//! exit code of cli.md for each, and the [`Problem`] it carries to a report.
 
+use std::io;
 use std::path::PathBuf;
 
-/// Why a run could not go on. Each maps to an exit code of cli.md.
+use engine::admin::AdminError;
+use engine::Problem;
+
+/// Why a run (a repair, a sweep, a restore or purge, a status) could not go on. Each maps to an
+/// exit code of cli.md ([`Error::exit_code`]).
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum Error {
     /// The sessions directory does not exist or is not a directory (exit 2).
     #[error("sessions directory {} does not exist or is not a directory", .0.display())]
     MissingDir(PathBuf),
+    /// A `--root` that does not exist or is not a directory (exit 2).
+    #[error("build root {} does not exist or is not a directory", .0.display())]
+    MissingRoot(PathBuf),
     /// Another doctor run holds `.reconcile.lock` (exit 75).
     #[error("another doctor run holds {}; nothing was written", .0.display())]
     Busy(PathBuf),
+    /// Another sweep holds the build-dirs lock (exit 75).
+    #[error("another doctor sweep holds {}; nothing was written", .0.display())]
+    SweepBusy(PathBuf),
     /// A plan file that cannot be used (exit 2).
     #[error("{0}")]
     BadPlan(String),
@@ -18,23 +30,154 @@ pub enum RunError {
     /// `HOME` to find the default directory (exit 2).
     #[error("{0}")]
     BadEnvironment(String),
+    /// A set-aside run or item that is not there to restore (exit 2).
+    #[error("no set-aside run {run}: {why}")]
+    NoSuchRun {
+        /// The run id as given.
+        run: String,
+        /// What is missing.
+        why: String,
+    },
+    /// `--item` names nothing in the run (exit 2).
+    #[error("set-aside run {run} has no item {item}")]
+    NoSuchItem {
+        /// The run.
+        run: String,
+        /// The item as given.
+        item: String,
+    },
+    /// `/proc` cannot be read, so liveness cannot be known (exit 1).
+    #[error("cannot read the process table: {0}; no directory can be known to be unused, so nothing was reclaimed")]
+    NoProc(fsroot::Error),
+    /// No state directory for the build-dirs receipts (exit 1).
+    #[error(
+        "no state directory for the receipts (set XDG_STATE_HOME or HOME); nothing was reclaimed"
+    )]
+    NoStateDir,
     /// Any other failure (exit 1).
     #[error(transparent)]
     Fs(#[from] fsroot::Error),
-    /// A restore or purge that cannot be planned (exit 2 for a bad run or item, else 1).
-    #[error(transparent)]
-    Admin(#[from] engine::admin::AdminError),
 }
 
-impl RunError {
-    /// The exit code of cli.md.
+impl Error {
+    /// The exit code of cli.md: 2 for what the user gave (a path, a plan, a setting, a run),
+    /// 75 for another run holding the lock, 1 for anything else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::MissingDir(_) | RunError::BadPlan(_) | RunError::BadEnvironment(_) => 2,
-            RunError::Busy(_) => 75,
-            RunError::Fs(_) => 1,
-            RunError::Admin(engine::admin::AdminError::Fs(_)) => 1,
-            RunError::Admin(_) => 2,
+            Error::MissingDir(_)
+            | Error::MissingRoot(_)
+            | Error::BadPlan(_)
+            | Error::BadEnvironment(_)
+            | Error::NoSuchRun { .. }
+            | Error::NoSuchItem { .. } => 2,
+            Error::Busy(_) | Error::SweepBusy(_) => 75,
+            Error::NoProc(_) | Error::NoStateDir | Error::Fs(_) => 1,
         }
+    }
+
+    /// The problem a report carries for this error: the path it concerns, the operation and
+    /// the kind of the filesystem error under it, and its message.
+    pub fn problem(&self) -> Problem {
+        let message = self.to_string();
+        match self {
+            Error::Fs(e) => Problem::from(e),
+            Error::NoProc(e) => Problem {
+                message,
+                ..Problem::from(e)
+            },
+            Error::MissingDir(p) | Error::MissingRoot(p) => Problem::new(
+                p.to_string_lossy(),
+                "open",
+                io::ErrorKind::NotFound,
+                message,
+            ),
+            Error::Busy(p) | Error::SweepBusy(p) => Problem::new(
+                p.to_string_lossy(),
+                "lock",
+                io::ErrorKind::WouldBlock,
+                message,
+            ),
+            Error::BadPlan(_) => Problem::new("", "read plan", io::ErrorKind::InvalidData, message),
+            Error::BadEnvironment(_) => {
+                Problem::new("", "read environment", io::ErrorKind::InvalidInput, message)
+            }
+            Error::NoSuchRun { .. } | Error::NoSuchItem { .. } => {
+                Problem::new("", "restore", io::ErrorKind::NotFound, message)
+            }
+            Error::NoStateDir => {
+                Problem::new("", "open state directory", io::ErrorKind::NotFound, message)
+            }
+        }
+    }
+}
+
+impl From<AdminError> for Error {
+    fn from(e: AdminError) -> Error {
+        match e {
+            AdminError::NoSuchRun { run, why } => Error::NoSuchRun { run, why },
+            AdminError::NoSuchItem { run, item } => Error::NoSuchItem { run, item },
+            AdminError::Fs(e) => Error::Fs(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_the_exit_code_of_cli_md_and_a_problem_naming_its_path() {
+        let dir = PathBuf::from("/nowhere/s");
+        let cases = [
+            (Error::MissingDir(dir.clone()), 2),
+            (Error::MissingRoot(dir.clone()), 2),
+            (Error::BadPlan("cannot use plan p".into()), 2),
+            (Error::BadEnvironment("DOCTOR_NOW".into()), 2),
+            (
+                Error::NoSuchRun {
+                    run: "r".into(),
+                    why: "no manifest".into(),
+                },
+                2,
+            ),
+            (
+                Error::NoSuchItem {
+                    run: "r".into(),
+                    item: "a.json".into(),
+                },
+                2,
+            ),
+            (Error::Busy(dir.join(".reconcile.lock")), 75),
+            (Error::SweepBusy(dir.join("build-dirs.lock")), 75),
+            (Error::NoStateDir, 1),
+            (
+                Error::Fs(fsroot::Error::io(
+                    "read",
+                    &dir,
+                    io::Error::from(io::ErrorKind::PermissionDenied),
+                )),
+                1,
+            ),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.exit_code(), code, "{e}");
+            let p = e.problem();
+            assert_eq!(p.message, e.to_string());
+            if matches!(
+                e,
+                Error::MissingDir(_) | Error::MissingRoot(_) | Error::Busy(_) | Error::Fs(_)
+            ) {
+                assert!(p.path.starts_with("/nowhere/s"), "{p:?}");
+            }
+        }
+        let fs = Error::Fs(fsroot::Error::io(
+            "read",
+            &dir,
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        ));
+        assert_eq!(
+            (fs.problem().kind, fs.problem().operation.as_str()),
+            (io::ErrorKind::PermissionDenied, "read")
+        );
     }
 }

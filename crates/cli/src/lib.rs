@@ -23,7 +23,8 @@ pub mod host {
     pub use fsroot::WritableRoot;
     pub use store::host::{Acquired, LiveLease, StoreOwnerLock};
 }
-pub use error::RunError;
+pub use engine::Problem;
+pub use error::Error;
 pub use options::{default_codewhale_home, default_sessions_dir, RepairOptions};
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
 pub use repair::{apply_plan_file, plan_file_bytes, repair_sessions};

@@ -239,7 +239,7 @@ pub struct StatusReport {
     pub set_aside_runs: Vec<SetAsideRun>,
     /// What could not be read of the last summary or the set-aside runs, each naming its path:
     /// such a problem is reported, never shown as "no last run" or as fewer runs or items.
-    pub errors: Vec<String>,
+    pub errors: Vec<engine::Problem>,
 }
 
 impl StatusReport {
@@ -298,7 +298,7 @@ pub struct AdminSummary {
     /// Items not acted on (see `skipped`).
     pub items_skipped: u64,
     /// Errors, each naming its path.
-    pub errors: Vec<String>,
+    pub errors: Vec<engine::Problem>,
 }
 
 /// The JSON document of `--restore` and `--purge-set-aside`.

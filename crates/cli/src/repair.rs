@@ -8,14 +8,14 @@ use sessions::LastRun;
 use store::ids::RunId;
 use store::Clock;
 
-use crate::{RepairOptions, RepairReport, RunError};
+use crate::{Error, RepairOptions, RepairReport};
 
-pub(crate) fn open_error(dir: &Path, e: fsroot::Error) -> RunError {
+pub(crate) fn open_error(dir: &Path, e: fsroot::Error) -> Error {
     match e.io_error().map(std::io::Error::kind) {
         Some(std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-            RunError::MissingDir(dir.to_path_buf())
+            Error::MissingDir(dir.to_path_buf())
         }
-        _ => RunError::Fs(e),
+        _ => Error::Fs(e),
     }
 }
 
@@ -27,7 +27,7 @@ pub(crate) fn absolute(dir: &Path) -> String {
 }
 
 /// Plans the sessions pack and, unless `dry_run`, applies the plan.
-pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
+pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, Error> {
     let config = opts.config();
     let run = RunId::new(config.now);
     if opts.dry_run {
@@ -42,7 +42,7 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, RunError> {
     let root =
         WritableRoot::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
-        return Err(RunError::Busy(
+        return Err(Error::Busy(
             opts.sessions_dir.join(store::ids::RECONCILE_LOCK),
         ));
     };
@@ -66,14 +66,14 @@ fn finish_or_note(root: &WritableRoot, report: &mut RepairReport, clock: Clock) 
         report
             .summary
             .errors
-            .push(format!("the run's actions were applied, but {e}"));
+            .push(e.problem().context("the run's actions were applied, but"));
         report.late_failure = true;
     }
 }
 
 /// Writes `last.json` for a real run: the app's `ReconcileSummary` keys (codewhale-format
 /// §9.6, so the app's `codewhale doctor` reads it) plus the doctor's own.
-fn finish(root: &WritableRoot, report: &RepairReport, clock: Clock) -> Result<(), RunError> {
+fn finish(root: &WritableRoot, report: &RepairReport, clock: Clock) -> Result<(), Error> {
     let last = LastRun::new(&report.run, &clock.now().to_string(), &report.summary);
     exec::write_last(root, &last)?;
     Ok(())
@@ -92,23 +92,23 @@ pub fn plan_file_bytes(report: &RepairReport) -> Vec<u8> {
 }
 
 /// Applies a plan file exactly: no re-planning; each precondition is checked before acting.
-pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, RunError> {
+pub fn apply_plan_file(path: &Path, clock: Clock) -> Result<RepairReport, Error> {
     let bytes = fsroot::read_standalone_file(path)?;
     let file: PlanFile = serde_json::from_slice(&bytes)
-        .map_err(|e| RunError::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
+        .map_err(|e| Error::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
     if file.schema_version != 1 {
-        return Err(RunError::BadPlan(format!(
+        return Err(Error::BadPlan(format!(
             "cannot use plan {}: schema_version {} is not 1",
             path.display(),
             file.schema_version
         )));
     }
     engine::check_plan(sessions::RULES, &file.plan)
-        .map_err(|e| RunError::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
+        .map_err(|e| Error::BadPlan(format!("cannot use plan {}: {e}", path.display())))?;
     let dir = PathBuf::from(&file.sessions_dir);
     let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
-        return Err(RunError::Busy(dir.join(store::ids::RECONCILE_LOCK)));
+        return Err(Error::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
     let run = RunId::new(clock.now());
     let applied = exec::execute(

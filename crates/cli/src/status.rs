@@ -2,16 +2,16 @@
 
 use std::path::Path;
 
-use fsroot::Root;
+use fsroot::{Problem, Root};
 use sessions::LastRun;
 use store::ids::RunId;
 use store::ids::SET_ASIDE_DIR;
 
 use crate::repair::{absolute, open_error};
-use crate::{RepairOptions, RepairReport, RunError, SetAsideRun, StatusReport};
+use crate::{Error, RepairOptions, RepairReport, SetAsideRun, StatusReport};
 
 /// `doctor` without a command: what a repair would do now, the last summary, set-aside runs.
-pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
+pub fn status(opts: &RepairOptions) -> Result<StatusReport, Error> {
     let config = opts.config();
     let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
     let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
@@ -27,16 +27,20 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
         Ok(b) => {
             let last = LastRun::parse(&b);
             if last.is_none() {
-                errors.push(format!(
-                    "{} is neither the doctor's nor the app's summary of a run: ignored",
-                    root.display_path(last_path).display()
+                let shown = root.display_path(last_path);
+                errors.push(Problem::invalid_data(
+                    shown.to_string_lossy(),
+                    format!(
+                        "{} is neither the doctor's nor the app's summary of a run: ignored",
+                        shown.display()
+                    ),
                 ));
             }
             last
         }
         Err(e) if e.is_not_found() => None,
         Err(e) => {
-            errors.push(e.to_string());
+            errors.push(Problem::from(&e));
             None
         }
     };
@@ -51,7 +55,7 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
                     // A run directory without a manifest holds no recorded item.
                     Err(e) if e.is_not_found() => 0,
                     Err(e) => {
-                        errors.push(e.to_string());
+                        errors.push(Problem::from(&e));
                         0
                     }
                 };
@@ -59,7 +63,7 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, RunError> {
             }
         }
         Err(e) if e.is_not_found() => {}
-        Err(e) => errors.push(e.to_string()),
+        Err(e) => errors.push(Problem::from(&e)),
     }
     Ok(StatusReport {
         schema_version: 1,
@@ -87,7 +91,7 @@ mod tests {
         // Nothing there yet: no last run, no runs, nothing to report.
         let clean = status(&opts).unwrap();
         assert!(clean.last.is_none() && clean.set_aside_runs.is_empty());
-        assert_eq!(clean.errors, Vec::<String>::new());
+        assert_eq!(clean.errors, Vec::<engine::Problem>::new());
 
         // A last.json that is neither summary, and a run whose manifest cannot be read.
         root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), b"[1, 2]")
@@ -102,16 +106,17 @@ mod tests {
         assert!(report.last.is_none());
         assert_eq!(report.set_aside_runs.len(), 2, "every run is listed");
         assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+        let (last, manifest) = (&report.errors[0], &report.errors[1]);
         assert!(
-            report.errors[0].contains(".reconcile/last.json")
-                && report.errors[0].contains("neither"),
-            "{}",
-            report.errors[0]
+            last.path.ends_with(".reconcile/last.json") && last.message.contains("neither"),
+            "{last:?}"
         );
+        assert_eq!(last.kind, std::io::ErrorKind::InvalidData, "{last:?}");
         assert!(
-            report.errors[1].contains("20261129T120000Z-a1b2c3/MANIFEST.jsonl"),
-            "{}",
-            report.errors[1]
+            manifest
+                .path
+                .ends_with("20261129T120000Z-a1b2c3/MANIFEST.jsonl"),
+            "{manifest:?}"
         );
         let human = report.render_human();
         assert!(human.contains("error: "), "{human}");

@@ -10,11 +10,13 @@ use engine::liveness::ProcessRefs;
 use engine::{BuildConfig, BuildPlanned, Interrupted};
 use exec::{BuildDirsTarget, PendingDeletion};
 use fsroot::procfs::Procfs;
-use fsroot::{Root, WritableRoot};
+use fsroot::{Problem, Root, WritableRoot};
 use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
 use store::ids::RunId;
 use store::Clock;
+
+use crate::Error;
 
 /// The receipts of build-dirs runs, in the state directory: one JSON line per action.
 pub const RECEIPTS_FILE: &str = "build-dirs-receipts.jsonl";
@@ -58,39 +60,6 @@ impl SweepOptions {
 impl Default for SweepOptions {
     fn default() -> Self {
         SweepOptions::new()
-    }
-}
-
-/// Why a sweep could not go on. Each maps to an exit code of cli.md.
-#[derive(Debug, thiserror::Error)]
-pub enum SweepError {
-    /// A `--root` that does not exist or is not a directory (exit 2).
-    #[error("build root {} does not exist or is not a directory", .0.display())]
-    MissingRoot(PathBuf),
-    /// `/proc` cannot be read, so liveness cannot be known (exit 1).
-    #[error("cannot read the process table: {0}; no directory can be known to be unused, so nothing was reclaimed")]
-    NoProc(fsroot::Error),
-    /// No state directory for the receipts (exit 1).
-    #[error(
-        "no state directory for the receipts (set XDG_STATE_HOME or HOME); nothing was reclaimed"
-    )]
-    NoStateDir,
-    /// Another sweep holds the lock (exit 75).
-    #[error("another doctor sweep holds {}; nothing was written", .0.display())]
-    Busy(PathBuf),
-    /// Any other failure (exit 1).
-    #[error(transparent)]
-    Fs(#[from] fsroot::Error),
-}
-
-impl SweepError {
-    /// The exit code of cli.md.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SweepError::MissingRoot(_) => 2,
-            SweepError::Busy(_) => 75,
-            SweepError::NoProc(_) | SweepError::NoStateDir | SweepError::Fs(_) => 1,
-        }
     }
 }
 
@@ -151,7 +120,7 @@ pub struct SweepSummary {
     /// Whether the bound cut the plan.
     pub limit_reached: bool,
     /// Errors met, each naming its path.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
 }
 
 /// The JSON document of `--sweep-build-dirs`.
@@ -195,8 +164,8 @@ fn open_roots<R>(
     opts: &SweepOptions,
     open: impl Fn(&Path) -> fsroot::Result<R>,
     canonical: impl Fn(&R) -> PathBuf,
-    notes: &mut Vec<String>,
-) -> Result<Vec<(String, R)>, SweepError> {
+    notes: &mut Vec<Problem>,
+) -> Result<Vec<(String, R)>, Error> {
     let explicit = !opts.roots.is_empty();
     let wanted = if explicit {
         opts.roots.clone()
@@ -209,15 +178,20 @@ fn open_roots<R>(
         let label = absolute(&dir);
         let root = match open(&label) {
             Ok(r) => r,
-            Err(e) if is_missing(&e) && explicit => return Err(SweepError::MissingRoot(dir)),
+            Err(e) if is_missing(&e) && explicit => return Err(Error::MissingRoot(dir)),
             Err(e) if is_missing(&e) => {
-                notes.push(format!(
-                    "default build root {} does not exist; skipped",
-                    label.display()
+                notes.push(Problem::new(
+                    label.to_string_lossy(),
+                    "open",
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "default build root {} does not exist; skipped",
+                        label.display()
+                    ),
                 ));
                 continue;
             }
-            Err(e) => return Err(SweepError::Fs(e)),
+            Err(e) => return Err(Error::Fs(e)),
         };
         let c = canonical(&root);
         if seen.contains(&c) {
@@ -248,9 +222,9 @@ fn open_state_dir(dir: &Path) -> fsroot::Result<WritableRoot> {
 }
 
 /// Opens `/proc` and reads the invoking user's uid from it.
-fn open_procfs(opts: &SweepOptions) -> Result<(Procfs, u32), SweepError> {
-    let procfs = Procfs::open(&opts.proc_dir).map_err(SweepError::NoProc)?;
-    let uid = procfs.invoking_uid().map_err(SweepError::NoProc)?;
+fn open_procfs(opts: &SweepOptions) -> Result<(Procfs, u32), Error> {
+    let procfs = Procfs::open(&opts.proc_dir).map_err(Error::NoProc)?;
+    let uid = procfs.invoking_uid().map_err(Error::NoProc)?;
     Ok((procfs, uid))
 }
 
@@ -270,7 +244,7 @@ fn interrupted(pending: &[PendingDeletion]) -> Vec<Interrupted> {
 
 /// Sweeps the build roots: plans B1 and, unless `dry_run`, applies the plan.
 #[tracing::instrument(skip_all)]
-pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
+pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
     let now = opts.clock.now();
     let run = RunId::new(now);
     let mut notes = Vec::new();
@@ -297,7 +271,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
             &mut notes,
         )?;
         let (procfs, uid) = open_procfs(opts)?;
-        let processes = ProcessRefs::from_scan(procfs.scan().map_err(SweepError::NoProc)?);
+        let processes = ProcessRefs::from_scan(procfs.scan().map_err(Error::NoProc)?);
         // A dry run reads the state directory when there is one, and creates nothing.
         let (pending, pending_errors) = match state_dir.as_deref().map(Root::open) {
             Some(Ok(state)) => exec::read_pending(&state),
@@ -331,16 +305,16 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, SweepError> 
         &mut notes,
     )?;
     let (procfs, uid) = open_procfs(opts)?;
-    let state_dir = state_dir.ok_or(SweepError::NoStateDir)?;
+    let state_dir = state_dir.ok_or(Error::NoStateDir)?;
     let state = open_state_dir(&state_dir)?;
     let Some(lock) = exec::acquire_sweep_lock(&state, LOCK_FILE)? else {
-        return Err(SweepError::Busy(state_dir.join(LOCK_FILE)));
+        return Err(Error::SweepBusy(state_dir.join(LOCK_FILE)));
     };
     // Read the pending deletions and the processes once the lock is held, right before
     // planning.
     let (pending, pending_errors) = exec::read_pending(&state);
     notes.extend(pending_errors);
-    let processes = ProcessRefs::from_scan(procfs.scan().map_err(SweepError::NoProc)?);
+    let processes = ProcessRefs::from_scan(procfs.scan().map_err(Error::NoProc)?);
     let refs: Vec<(&str, &Root)> = roots.iter().map(|(l, r)| (l.as_str(), &**r)).collect();
     let planned = engine::plan_build_dirs(
         &refs,
@@ -395,7 +369,7 @@ impl SweepReport {
         planned: BuildPlanned,
         processes: &ProcessRefs,
         reclaimed: Option<Reclaimed>,
-        notes: Vec<String>,
+        notes: Vec<Problem>,
         receipts_file: Option<String>,
     ) -> SweepReport {
         let mut summary = SweepSummary {
@@ -546,12 +520,5 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
         assert_eq!(human_bytes(4_831_838_208), "4.5 GiB");
-    }
-
-    #[test]
-    fn exit_codes_follow_cli_md() {
-        assert_eq!(SweepError::MissingRoot("/x".into()).exit_code(), 2);
-        assert_eq!(SweepError::Busy("/x".into()).exit_code(), 75);
-        assert_eq!(SweepError::NoStateDir.exit_code(), 1);
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
 
-use fsroot::{EntryKind, Root};
+use fsroot::{EntryKind, Problem, Root};
 use plan::{Action, ActionKind, ItemKind, OutcomeKind, Plan, PlannedAction, Precondition, Skipped};
 use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
 use store::Timestamp;
@@ -47,7 +47,7 @@ pub struct AdminPlan {
     /// Items not acted on.
     pub skipped: Vec<Skipped>,
     /// Errors met while planning (a directory that could not be listed), each naming its path.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
 }
 
 impl AdminPlan {
@@ -89,7 +89,7 @@ impl AdminPlan {
                 Ok(entries) => entries,
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => {
-                    self.errors.push(e.to_string());
+                    self.errors.push(Problem::from(&e));
                     continue;
                 }
             };
@@ -119,24 +119,36 @@ impl AdminPlan {
     }
 }
 
+/// The lines of the record file `rel` that parse as `T`, and a problem for each that does not
+/// (a write cut short, a line edited by hand, a shape nobody knows), naming the file and the
+/// line: it is reported, never passed over in silence. Lines the app wrote parse as their own
+/// shape. `None`: there is no such file.
+#[allow(clippy::type_complexity)]
 fn read_lines<T: serde::de::DeserializeOwned>(
     root: &Root,
     rel: &str,
-) -> fsroot::Result<Option<Vec<T>>> {
+) -> fsroot::Result<Option<(Vec<T>, Vec<Problem>)>> {
     let bytes = match root.read_record(Path::new(rel)) {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
-    // A line that does not parse (a write cut short, a shape nobody knows) is skipped: it
-    // cannot name an item. Lines the app wrote parse as their own shape.
-    Ok(Some(
-        bytes
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-            .filter_map(|l| serde_json::from_slice(l).ok())
-            .collect(),
-    ))
+    let shown = root.display_path(Path::new(rel));
+    let mut parsed = Vec::new();
+    let mut bad = Vec::new();
+    for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice(line) {
+            Ok(v) => parsed.push(v),
+            Err(e) => bad.push(Problem::invalid_data(
+                shown.to_string_lossy(),
+                format!("line {} of {} is not a record: {e}", n + 1, shown.display()),
+            )),
+        }
+    }
+    Ok(Some((parsed, bad)))
 }
 
 /// Who wrote a manifest line.
@@ -360,7 +372,7 @@ pub fn read_manifest(
         });
     }
     let rel = store::ids::manifest_path(run);
-    let lines: Vec<AnyManifestLine> =
+    let (lines, bad): (Vec<AnyManifestLine>, _) =
         read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
             run: run.to_owned(),
             why: format!(
@@ -384,18 +396,35 @@ pub fn read_manifest(
             Err(refused) => manifest.refused.push(refused),
         }
     }
+    // A line that does not parse may have named an item: the run is not whole, and says so.
+    manifest
+        .refused
+        .extend(bad.into_iter().map(|p| RefusedLine {
+            original: String::new(),
+            // No rule is known for a line that names nothing readable: the doctor reports it.
+            rule: crate::housekeeping::CODE.into(),
+            why: p.message,
+            writer: Writer::Doctor,
+        }));
     Ok(manifest)
 }
 
-fn receipts(root: &Root) -> fsroot::Result<Vec<Receipt>> {
-    Ok(read_lines(root, store::ids::RECEIPTS_PATH)?.unwrap_or_default())
+/// The receipts of S; each line that does not parse is reported in `problems`.
+fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
+    Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
+        Some((lines, bad)) => {
+            problems.extend(bad);
+            lines
+        }
+        None => Vec::new(),
+    })
 }
 
 /// The items taken back out of their run: the `from` of every applied restore, and the
 /// `put_back_from` of every set-aside that found it had moved something other than what it
 /// checked and put it back at once.
-fn restored_items(root: &Root) -> fsroot::Result<BTreeSet<String>> {
-    Ok(receipts(root)?
+fn restored_items(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<BTreeSet<String>> {
+    Ok(receipts(root, problems)?
         .into_iter()
         .filter_map(|r| {
             let key = match (r.action, r.outcome) {
@@ -532,8 +561,9 @@ fn restore_actions(
 ) -> Result<AdminPlan, AdminError> {
     let manifest = read_manifest(root, run, attribute)?;
     let wanted: BTreeSet<&str> = items.iter().map(String::as_str).collect();
+    let mut problems = Vec::new();
     // The documents the run's recoveries wrote, each with the rule its receipt names.
-    let recovered: Vec<(String, Option<String>, String)> = receipts(root)?
+    let recovered: Vec<(String, Option<String>, String)> = receipts(root, &mut problems)?
         .into_iter()
         .filter(|r| {
             r.run == run
@@ -565,7 +595,10 @@ fn restore_actions(
         }
     }
     let selected = |p: &str| wanted.is_empty() || wanted.contains(p);
-    let mut out = AdminPlan::default();
+    let mut out = AdminPlan {
+        errors: problems,
+        ..AdminPlan::default()
+    };
     for (doc, sha, rule) in &recovered {
         if !selected(doc) {
             continue;
@@ -610,7 +643,7 @@ fn restore_actions(
             );
         }
     }
-    let restored = restored_items(root)?;
+    let restored = restored_items(root, &mut Vec::new())?;
     for line in &manifest.items {
         if !(selected(&line.original) || selected(&line.original_as_written)) {
             continue;
@@ -926,7 +959,7 @@ fn purge_actions(
         out.skip(SET_ASIDE_DIR, "purge", "not a directory: left alone".into());
         return Ok(out);
     }
-    let restored = restored_items(root)?;
+    let restored = restored_items(root, &mut out.errors)?;
     let entries = root.list(Path::new(SET_ASIDE_DIR))?;
     let all_runs: Vec<String> = entries
         .iter()

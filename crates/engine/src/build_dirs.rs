@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::liveness::{ProcessRefs, Reference};
-use fsroot::{EntryKind, Root};
+use fsroot::{EntryKind, Problem, Root};
 use plan::{Plan, Skipped};
 use store::Timestamp;
 
@@ -140,7 +140,7 @@ pub struct BuildPlanned {
     pub limit_reached: bool,
     /// Roots that could not be listed and items that could not be digested, each naming its
     /// path.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
 }
 
 /// Lists one root's depth-1 entries.
@@ -192,7 +192,7 @@ pub fn plan_build_dirs(
         let listing = match list_root(root, label) {
             Ok(l) => l,
             Err(e) => {
-                out.errors.push(e.to_string());
+                out.errors.push(Problem::from(&e));
                 continue;
             }
         };

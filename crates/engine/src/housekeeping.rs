@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use fsroot::{EntryKind, Root};
+use fsroot::{EntryKind, Problem, Root};
 use plan::{Action, Plan, PlannedAction, Precondition};
 use store::ids::{OWNER_LOCK, RECONCILE_DIR};
 
@@ -39,7 +39,7 @@ pub fn accepts(a: &PlannedAction) -> bool {
 pub fn plan_interrupted_writes(
     root: &Root,
     candidates: &[String],
-    errors: &mut Vec<String>,
+    errors: &mut Vec<Problem>,
 ) -> Vec<PlannedAction> {
     let mut all: Vec<String> = candidates.to_vec();
     match root.list(Path::new(RECONCILE_DIR)) {
@@ -52,7 +52,7 @@ pub fn plan_interrupted_writes(
             }
         }
         Err(e) if e.is_not_found() => {}
-        Err(e) => errors.push(e.to_string()),
+        Err(e) => errors.push(Problem::from(&e)),
     }
     // This process's own writes in progress are never someone's interrupted write.
     all.retain(|p| {
@@ -66,7 +66,7 @@ pub fn plan_interrupted_writes(
             Ok(d) => d,
             Err(e) if e.is_not_found() => continue,
             Err(e) => {
-                errors.push(e.to_string());
+                errors.push(Problem::from(&e));
                 continue;
             }
         };
@@ -151,7 +151,7 @@ mod tests {
         std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join(RECONCILE_DIR)).unwrap();
         assert!(plan_interrupted_writes(&root, &[], &mut errors).is_empty());
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].contains(RECONCILE_DIR), "{}", errors[0]);
+        assert!(errors[0].path.contains(RECONCILE_DIR), "{:?}", errors[0]);
     }
 
     #[test]

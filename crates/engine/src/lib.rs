@@ -22,6 +22,8 @@ pub use build_dirs::{
 use std::collections::BTreeSet;
 
 pub use fsroot::EntryKind;
+/// A problem met on the way, carried to the report (what rules report beside their counters).
+pub use fsroot::Problem;
 use fsroot::Root;
 use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped};
 use refset::ReferenceSet;
@@ -140,7 +142,7 @@ pub struct RuleOutput<C> {
     /// Counters the rule contributes to the pack's summary (kept items and the like).
     pub counts: C,
     /// Errors the rule reports, each naming its path.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
 }
 
 /// The counters of a pack's summary: they start at zero and the parts of a run (each rule,
@@ -273,7 +275,7 @@ pub struct Planned<C> {
     pub counts: C,
     /// Errors met, each naming its path: the rules', the items that could not be digested, the
     /// scan's, and the housekeeping's.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
     /// Whether the bound cut the plan.
     pub limit_reached: bool,
     /// Ignored entries with why (the JSON output lists the paths, the human report both).
@@ -374,8 +376,7 @@ pub fn plan_inventory<C: Counts>(
     out.plan = sealed.plan;
     out.plan.planned_at = Some(config.now.to_string());
     out.limit_reached = sealed.limit_reached;
-    out.errors
-        .extend(inventory.errors.iter().map(|e| e.message.clone()));
+    out.errors.extend(inventory.errors.iter().cloned());
     out.ignored_why = inventory
         .ignored
         .iter()

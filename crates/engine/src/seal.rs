@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use fsroot::Root;
+use fsroot::{Problem, Root};
 use plan::{Plan, PlannedAction, Precondition};
 
 use crate::{Expect, Proposal};
@@ -36,7 +36,7 @@ pub(crate) struct Sealed {
     /// Whether the bound cut the plan.
     pub limit_reached: bool,
     /// Items that could not be digested, so were not planned (each names its path).
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
 }
 
 /// Keeps the first `max_actions` proposals, counts the rest as deferred, and seals each kept
@@ -64,7 +64,7 @@ pub(crate) fn bound_and_seal(mut ordered: Vec<Ordered<'_>>, max_actions: usize) 
                     tree_blake3: d.tree_blake3,
                 },
                 Err(e) => {
-                    out.errors.push(e.to_string());
+                    out.errors.push(Problem::from(&e));
                     continue;
                 }
             },
@@ -302,7 +302,11 @@ mod tests {
         assert_eq!(paths(&sealed.plan), [("R5", "ok.json")]);
         assert_eq!(sealed.plan.actions[0].seq, 1, "seqs stay contiguous");
         assert_eq!(sealed.errors.len(), 1);
-        assert!(sealed.errors[0].contains("outside"), "{:?}", sealed.errors);
+        assert!(
+            sealed.errors[0].message.contains("outside"),
+            "{:?}",
+            sealed.errors
+        );
     }
 
     #[test]

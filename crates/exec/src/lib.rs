@@ -14,7 +14,7 @@ pub mod store_move;
 use std::path::Path;
 
 use engine::records::Receipt;
-use fsroot::{LockGuard, TryLock, WritableRoot};
+use fsroot::{LockGuard, Problem, TryLock, WritableRoot};
 use plan::{Outcome, OutcomeKind, Plan, PlannedAction};
 use store::ids::{RunId, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
 use store::Clock;
@@ -71,7 +71,7 @@ pub trait Target {
     /// Appends `receipt` to the run's receipts.
     fn write_receipt(&mut self, receipt: &Receipt) -> fsroot::Result<()>;
     /// Called once `a`'s receipt is written; an error is the run's.
-    fn receipted(&mut self, _a: &PlannedAction, _outcome: OutcomeKind) -> Result<(), String> {
+    fn receipted(&mut self, _a: &PlannedAction, _outcome: OutcomeKind) -> Result<(), Problem> {
         Ok(())
     }
 }
@@ -82,7 +82,7 @@ pub struct Applied {
     /// One outcome per action, in plan order.
     pub outcomes: Vec<Outcome>,
     /// Failures, and receipts that could not be written, each naming its path.
-    pub errors: Vec<String>,
+    pub errors: Vec<Problem>,
     /// Whether a receipt could not be written: an action was done (or skipped) without its
     /// record, so the run fails (exit 1) although every action may have been applied.
     pub records_failed: bool,
@@ -134,7 +134,12 @@ pub fn execute<T: Target>(
             ),
             Err(Refusal::Undone(why, extra)) => (OutcomeKind::Skipped, Some(why), extra),
             Err(Refusal::Fail(why)) => {
-                applied.errors.push(why.clone());
+                applied.errors.push(Problem::new(
+                    &action.path,
+                    action.action.kind().verb(),
+                    std::io::ErrorKind::Other,
+                    &why,
+                ));
                 (OutcomeKind::Failed, Some(why), target.refused_extra(action))
             }
         };
@@ -156,8 +161,8 @@ pub fn execute<T: Target>(
                 }
             }
             Err(e) => {
-                applied.errors.push(format!(
-                    "action {} ({} {}) was {}, but its receipt could not be written: {e}",
+                applied.errors.push(Problem::from(&e).context(&format!(
+                    "action {} ({} {}) was {}, but its receipt could not be written",
                     action.seq,
                     action.action.kind().verb(),
                     action.path,
@@ -166,7 +171,7 @@ pub fn execute<T: Target>(
                         OutcomeKind::Skipped => "skipped",
                         OutcomeKind::Failed => "tried and failed",
                     }
-                ));
+                )));
                 applied.records_failed = true;
             }
         }

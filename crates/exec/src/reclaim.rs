@@ -12,7 +12,7 @@ use std::path::Path;
 
 use engine::records::Receipt;
 use fsroot::procfs::Procfs;
-use fsroot::{EntryKind, LockGuard, Root, WritableRoot};
+use fsroot::{EntryKind, LockGuard, Problem, Root, WritableRoot};
 use plan::{Action, OutcomeKind, PlannedAction};
 use serde::{Deserialize, Serialize};
 
@@ -71,7 +71,7 @@ fn pending_file(root: &str, path: &str) -> String {
 
 /// The pending deletions recorded in the state directory, and the records that could not be
 /// read (each naming its path). A missing directory holds none.
-pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<String>) {
+pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<Problem>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
     let entries = match state.list(Path::new(PENDING_DIR)) {
@@ -79,7 +79,7 @@ pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<String>) {
         Err(e) if e.is_not_found() => return (found, errors),
         // Unreadable is not empty: a deletion recorded there must not be taken for none.
         Err(e) => {
-            errors.push(e.to_string());
+            errors.push(Problem::from(&e));
             return (found, errors);
         }
     };
@@ -90,11 +90,14 @@ pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<String>) {
         }
         match state.read(&rel).map(|b| serde_json::from_slice(&b)) {
             Ok(Ok(p)) => found.push(p),
-            Ok(Err(err)) => errors.push(format!(
-                "cannot use {}: {err}",
-                state.display_path(&rel).display()
-            )),
-            Err(err) => errors.push(err.to_string()),
+            Ok(Err(err)) => {
+                let shown = state.display_path(&rel);
+                errors.push(Problem::invalid_data(
+                    shown.to_string_lossy(),
+                    format!("cannot use {}: {err}", shown.display()),
+                ));
+            }
+            Err(err) => errors.push(Problem::from(&err)),
         }
     }
     (found, errors)
@@ -217,7 +220,7 @@ impl Target for BuildDirsTarget<'_> {
     }
 
     /// Deleted and receipted: no longer pending.
-    fn receipted(&mut self, a: &PlannedAction, outcome: OutcomeKind) -> Result<(), String> {
+    fn receipted(&mut self, a: &PlannedAction, outcome: OutcomeKind) -> Result<(), Problem> {
         if outcome != OutcomeKind::Applied {
             return Ok(());
         }
@@ -225,7 +228,7 @@ impl Target for BuildDirsTarget<'_> {
         self.state
             .remove_tree(Path::new(&marker))
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(Problem::from)
     }
 }
 
@@ -233,7 +236,7 @@ impl BuildDirsTarget<'_> {
     /// Drops the records of pending deletions in this run's roots whose directory is gone (or
     /// is another directory now): there is nothing left to finish. Call after the plan is
     /// applied; the errors met.
-    pub fn drop_stale_pending(&self) -> Vec<String> {
+    pub fn drop_stale_pending(&self) -> Vec<Problem> {
         let mut errors = Vec::new();
         for p in self.pending {
             let Some((_, root)) = self.roots.iter().find(|(name, _)| *name == p.root) else {
@@ -247,7 +250,7 @@ impl BuildDirsTarget<'_> {
             if stale {
                 let marker = pending_file(&p.root, &p.path);
                 if let Err(e) = self.state.remove_tree(Path::new(&marker)) {
-                    errors.push(e.to_string());
+                    errors.push(Problem::from(&e));
                 }
             }
         }
@@ -271,6 +274,6 @@ mod tests {
         let (found, errors) = read_pending(&state);
         assert!(found.is_empty());
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].contains(PENDING_DIR), "{}", errors[0]);
+        assert!(errors[0].message.contains(PENDING_DIR), "{}", errors[0]);
     }
 }

@@ -60,7 +60,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, path: &Path, source: io::Error) -> Error {
+    /// An OS error met doing `op` on `path`.
+    pub fn io(op: &'static str, path: &Path, source: io::Error) -> Error {
         Error::Io {
             op,
             path: path.to_path_buf(),
@@ -77,7 +78,8 @@ impl Error {
             path: path.to_path_buf(),
         }
     }
-    pub(crate) fn occupied(path: &Path) -> Error {
+    /// A destination that already exists.
+    pub fn occupied(path: &Path) -> Error {
         Error::Occupied {
             path: path.to_path_buf(),
         }
@@ -86,8 +88,13 @@ impl Error {
     /// Whether the error means "nothing is there": no such entry, or a component on the way
     /// is not a directory (as [`crate::Root::stat`] judges it).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound
-            || source.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()))
+        matches!(
+            self,
+            Error::Io { source, .. } if matches!(
+                source.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            )
+        )
     }
 
     /// Whether a symlink was met where none is followed: in place of the path (`ELOOP`) or on
@@ -95,10 +102,50 @@ impl Error {
     pub fn is_symlink(&self) -> bool {
         match self {
             Error::SymlinkInPath { .. } => true,
+            // `io::ErrorKind::FilesystemLoop` is not stable: this crate, which makes the system
+            // calls, is the one place that knows the error number.
             Error::Io { source, .. } => {
                 source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
             }
             _ => false,
+        }
+    }
+
+    /// The full path the error concerns.
+    pub fn path(&self) -> &Path {
+        match self {
+            Error::Io { path, .. }
+            | Error::Escape { path }
+            | Error::NotAFile { path }
+            | Error::SymlinkInPath { path }
+            | Error::NotADirectory { path }
+            | Error::HardLinked { path }
+            | Error::Occupied { path } => path,
+        }
+    }
+
+    /// What was being done when it happened.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Error::Io { op, .. } => op,
+            Error::Escape { .. } | Error::SymlinkInPath { .. } => "resolve",
+            Error::NotAFile { .. } | Error::NotADirectory { .. } | Error::HardLinked { .. } => {
+                "open"
+            }
+            Error::Occupied { .. } => "move",
+        }
+    }
+
+    /// How it is classified: the OS error's kind, or the kind of the doctor's own refusal.
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
+            Error::Io { source, .. } => source.kind(),
+            Error::NotADirectory { .. } => io::ErrorKind::NotADirectory,
+            Error::Occupied { .. } => io::ErrorKind::AlreadyExists,
+            Error::Escape { .. }
+            | Error::NotAFile { .. }
+            | Error::SymlinkInPath { .. }
+            | Error::HardLinked { .. } => io::ErrorKind::InvalidInput,
         }
     }
 

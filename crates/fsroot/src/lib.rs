@@ -28,6 +28,7 @@ mod digest;
 mod error;
 mod fault;
 mod lock;
+mod problem;
 pub mod procfs;
 pub mod temp;
 
@@ -47,6 +48,7 @@ use rustix::io::Errno;
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
 pub use lock::{LockFile, LockGuard, LockProbe, TryLock};
+pub use problem::Problem;
 
 /// The canonical form of an absolute path (every symlink resolved), when it exists. Read-only:
 /// used to compare a binding spelled through a symlink with the root's canonical anchor.
@@ -458,7 +460,11 @@ impl Root {
             .symlink_metadata(&name)
             .map_err(|e| self.err("list directory", p, e))?;
         if !meta.is_dir() {
-            return Err(self.err("list directory", p, std::io::Error::from_raw_os_error(20)));
+            return Err(self.err(
+                "list directory",
+                p,
+                std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            ));
         }
         self.open_checked(&parent, &name, &meta, p)
     }
@@ -506,8 +512,10 @@ impl Root {
         let p = confine(rel)?;
         let absent = |e: &std::io::Error| {
             // ENOTDIR: a component on the way is not a directory, so nothing is there.
-            e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            )
         };
         let meta = if p.as_os_str().is_empty() {
             self.dir.dir_metadata()
@@ -1107,12 +1115,7 @@ impl WritableRoot {
         let (parent, name) = self.parent_handle(&p)?;
         match fault::mutation("remove directory", &p, || parent.remove_dir(&name)) {
             Ok(()) => Ok(true),
-            Err(e)
-                if e.raw_os_error() == Some(39)
-                    || e.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
-            {
-                Ok(false)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Ok(false),
             Err(e) => Err(self.err("remove directory", &p, e)),
         }
     }

@@ -63,7 +63,10 @@ fn classify<T>(r: Result<T>) -> Item<T> {
         Ok(v) => Item::Read(v),
         Err(e) => match e.io_error() {
             // ENOENT: gone; ESRCH: gone while reading.
-            Some(io) if io.kind() == io::ErrorKind::NotFound || io.raw_os_error() == Some(3) => {
+            Some(io)
+                if io.kind() == io::ErrorKind::NotFound
+                    || io.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error()) =>
+            {
                 Item::Gone
             }
             _ => Item::Unreadable,

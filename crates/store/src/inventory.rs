@@ -36,7 +36,7 @@ pub struct Inventory {
     /// directories); a real run removes them before acting.
     pub interrupted_writes: Vec<String>,
     /// Errors met while scanning; the scan went on without the entry.
-    pub errors: Vec<ScanError>,
+    pub errors: Vec<fsroot::Problem>,
 }
 
 /// An entry that is not a document, a session directory or a known file.
@@ -46,15 +46,6 @@ pub struct Ignored {
     pub path: String,
     /// Why it is ignored.
     pub why: &'static str,
-}
-
-/// A scan error: the entry it concerns and what went wrong.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ScanError {
-    /// Relative to S.
-    pub path: String,
-    /// The message, naming the full path.
-    pub message: String,
 }
 
 /// A top-level session document.

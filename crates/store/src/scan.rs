@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
-use fsroot::{Entry, EntryKind, FileDigest, LockProbe, Root};
+use fsroot::{Entry, EntryKind, FileDigest, LockProbe, Problem, Root};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,7 +32,7 @@ pub struct External {
 
 /// Reads [`External`] from `home` (`$CODEWHALE_HOME`, else `~/.codewhale`). A missing
 /// directory is empty; other errors are returned, each naming its path, and reading goes on.
-pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
+pub fn read_external(home: Option<&Path>) -> (External, Vec<Problem>) {
     let mut ext = External::default();
     let mut errors = Vec::new();
     let Some(home) = home else {
@@ -44,7 +44,7 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
         for f in files {
             match root.read(&f) {
                 Ok(b) => ext.automations.push(b),
-                Err(e) => errors.push(scan_error(&f.to_string_lossy(), &e)),
+                Err(e) => errors.push(Problem::from(&e)),
             }
         }
     }
@@ -57,7 +57,7 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
                     .filter(|e| e.kind == EntryKind::Dir && e.name != "threads")
                     .filter_map(|e| e.name.to_str().map(str::to_owned)),
             ),
-            Err(e) => errors.push(scan_error("tasks/runtime", &e)),
+            Err(e) => errors.push(Problem::from(&e)),
         }
         for store in stores {
             let dir = if store.is_empty() {
@@ -69,7 +69,7 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
                 Ok(v) => v,
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => {
-                    errors.push(scan_error(&format!("tasks/runtime/{dir}"), &e));
+                    errors.push(Problem::from(&e));
                     continue;
                 }
             };
@@ -93,7 +93,7 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
                             ext.task_names.insert(sid);
                         }
                     }
-                    Err(e) => errors.push(scan_error(&rel, &e)),
+                    Err(e) => errors.push(Problem::from(&e)),
                 }
             }
         }
@@ -101,15 +101,12 @@ pub fn read_external(home: Option<&Path>) -> (External, Vec<ScanError>) {
     (ext, errors)
 }
 
-fn open_optional(path: &Path, errors: &mut Vec<ScanError>) -> Option<Root> {
+fn open_optional(path: &Path, errors: &mut Vec<Problem>) -> Option<Root> {
     match Root::open(path) {
         Ok(r) => Some(r),
         Err(e) if e.is_not_found() => None,
         Err(e) => {
-            errors.push(ScanError {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            });
+            errors.push(Problem::from(&e));
             None
         }
     }
@@ -119,7 +116,7 @@ fn collect_json_files(
     root: &Root,
     rel: &Path,
     out: &mut Vec<std::path::PathBuf>,
-    errors: &mut Vec<ScanError>,
+    errors: &mut Vec<Problem>,
     depth: usize,
 ) {
     if depth > 32 {
@@ -128,7 +125,7 @@ fn collect_json_files(
     let entries = match root.list(rel) {
         Ok(v) => v,
         Err(e) => {
-            errors.push(scan_error(&rel.to_string_lossy(), &e));
+            errors.push(Problem::from(&e));
             return;
         }
     };
@@ -181,7 +178,7 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
         }
     }
 
-    let dirs: Vec<(SessionDir, Vec<Ignored>, Vec<ScanError>)> = dir_ids
+    let dirs: Vec<(SessionDir, Vec<Ignored>, Vec<Problem>)> = dir_ids
         .par_iter()
         .map(|id| scan_session_dir(root, id, ext))
         .collect();
@@ -365,13 +362,6 @@ fn ignored(path: &str, why: &'static str) -> Ignored {
     }
 }
 
-fn scan_error(path: &str, e: &fsroot::Error) -> ScanError {
-    ScanError {
-        path: path.to_owned(),
-        message: e.to_string(),
-    }
-}
-
 /// Distinct `data_dir` strings, each kept once: many documents bind one store (a host binds
 /// every document it creates to its own), so a large store holds few distinct bindings.
 #[derive(Default)]
@@ -417,7 +407,7 @@ fn scan_document(
         Err(e) => (
             DocState::Inaccessible,
             BTreeSet::new(),
-            Some(scan_error(path, &e)),
+            Some(Problem::from(&e)),
         ),
     };
     let doc = Document {
@@ -434,7 +424,7 @@ fn scan_document(
 /// error reading it.
 struct Extra {
     named: BTreeSet<String>,
-    err: Option<ScanError>,
+    err: Option<Problem>,
 }
 
 /// Size and SHA-256 of bytes in memory.
@@ -671,11 +661,11 @@ pub(crate) fn check_journal_links(
     Ok(())
 }
 
-fn list_or_record(root: &Root, rel: &str, errors: &mut Vec<ScanError>) -> Option<Vec<Entry>> {
+fn list_or_record(root: &Root, rel: &str, errors: &mut Vec<Problem>) -> Option<Vec<Entry>> {
     match root.list(Path::new(rel)) {
         Ok(v) => Some(v),
         Err(e) => {
-            errors.push(scan_error(rel, &e));
+            errors.push(Problem::from(&e));
             None
         }
     }
@@ -740,7 +730,7 @@ fn scan_legacy_checkpoint(root: &Root, inv: &mut Inventory) {
     let bytes = match root.read(Path::new(rel)) {
         Ok(b) => b,
         Err(e) => {
-            inv.errors.push(scan_error(rel, &e));
+            inv.errors.push(Problem::from(&e));
             return;
         }
     };
@@ -793,7 +783,7 @@ fn scan_late_usage(root: &Root, inv: &mut Inventory) {
                 Ok(_) => {}
                 Err(e) => {
                     // A lease we cannot probe is treated as held: never touch what may be live.
-                    inv.errors.push(scan_error(&rel, &e));
+                    inv.errors.push(Problem::from(&e));
                     inv.live_sessions.insert(id.to_owned());
                 }
             }
@@ -805,7 +795,7 @@ fn scan_session_dir(
     root: &Root,
     id: &str,
     ext: &External,
-) -> (SessionDir, Vec<Ignored>, Vec<ScanError>) {
+) -> (SessionDir, Vec<Ignored>, Vec<Problem>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
     let mut dir = SessionDir {
@@ -865,7 +855,7 @@ fn scan_session_dir(
                 dir.artifact_only = true;
                 dir.newest_mtime = t;
             }
-            Err(e) => errs.push(scan_error(id, &e)),
+            Err(e) => errs.push(Problem::from(&e)),
         }
     }
     (dir, ign, errs)
@@ -885,7 +875,7 @@ fn newest_mtime(root: &Root, rel: &Path) -> fsroot::Result<i64> {
     Ok(newest)
 }
 
-fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, Vec<ScanError>) {
+fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, Vec<Problem>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
     // The store's directory is held once and its entries listed once: the lock, the work
@@ -905,7 +895,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
         Ok(p) => p == LockProbe::Held,
         Err(e) => {
             // An owner lock we cannot probe is treated as held.
-            errs.push(scan_error(&lock, &e));
+            errs.push(Problem::from(&e));
             true
         }
     };
@@ -927,7 +917,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
             Ok(Some(EntryKind::Dir)) => match root.list(Path::new(&rel)) {
                 Ok(v) => holds_work |= !v.is_empty(),
                 Err(e) => {
-                    errs.push(scan_error(&rel, &e));
+                    errs.push(Problem::from(&e));
                     holds_work = true;
                 }
             },
@@ -939,12 +929,12 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
                 holds_work = true;
             }
             Err(e) => {
-                errs.push(scan_error(&rel, &e));
+                errs.push(Problem::from(&e));
                 holds_work = true;
             }
         }
     }
-    let read = |name: &str| -> Result<Option<Value>, ScanError> {
+    let read = |name: &str| -> Result<Option<Value>, Problem> {
         let rel = format!("{path}/{name}");
         let bytes = match &held {
             Some(h) => h.read(name.as_ref()),
@@ -959,13 +949,14 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
         Ok(Some(v)) => match crate::model::RuntimeStoreState::deserialize(&v) {
             Ok(state) => holds_work |= state.next_seq > 1,
             Err(e) => {
-                errs.push(ScanError {
-                    path: state_rel.clone(),
-                    message: format!(
+                let shown = root.display_path(Path::new(&state_rel));
+                errs.push(Problem::invalid_data(
+                    shown.to_string_lossy(),
+                    format!(
                         "{} is not a store state the app can read (the store is kept): {e}",
-                        root.display_path(Path::new(&state_rel)).display()
+                        shown.display()
                     ),
-                });
+                ));
                 holds_work = true;
             }
         },
@@ -1027,19 +1018,17 @@ fn parse_if_present(
     root: &Root,
     rel: &str,
     bytes: fsroot::Result<Vec<u8>>,
-) -> Result<Option<Value>, ScanError> {
+) -> Result<Option<Value>, Problem> {
     match bytes {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| ScanError {
-                path: rel.to_owned(),
-                message: format!(
-                    "cannot parse {}: {e}",
-                    root.display_path(Path::new(rel)).display()
-                ),
-            }),
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            let shown = root.display_path(Path::new(rel));
+            Problem::invalid_data(
+                shown.to_string_lossy(),
+                format!("cannot parse {}: {e}", shown.display()),
+            )
+        }),
         Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(scan_error(rel, &e)),
+        Err(e) => Err(Problem::from(&e)),
     }
 }
 
@@ -1047,21 +1036,21 @@ fn scan_threads(
     root: &Root,
     store: &str,
     ign: &mut Vec<Ignored>,
-    errs: &mut Vec<ScanError>,
+    errs: &mut Vec<Problem>,
 ) -> (Vec<Thread>, BTreeSet<String>, bool) {
     let dir = format!("{store}/threads");
     let mut seeded = BTreeSet::new();
     let mut held = match root.hold_dir(Path::new(&dir)) {
         Ok(h) => h,
         Err(e) => {
-            errs.push(scan_error(&dir, &e));
+            errs.push(Problem::from(&e));
             return (Vec::new(), seeded, true);
         }
     };
     let entries = match held.list() {
         Ok(v) => v,
         Err(e) => {
-            errs.push(scan_error(&dir, &e));
+            errs.push(Problem::from(&e));
             return (Vec::new(), seeded, true);
         }
     };
@@ -1085,13 +1074,11 @@ fn scan_threads(
             _ => ign.push(ignored(&format!("{dir}/{name}"), "not a thread record")),
         }
     }
-    let results: Vec<Result<Thread, ScanError>> = tids
+    let results: Vec<Result<Thread, Problem>> = tids
         .par_iter()
         .map(|tid| {
             let name = format!("{tid}.json");
-            let bytes = held
-                .read(name.as_ref())
-                .map_err(|e| scan_error(&format!("{dir}/{name}"), &e))?;
+            let bytes = held.read(name.as_ref()).map_err(|e| Problem::from(&e))?;
             Ok(Thread {
                 id: tid.clone(),
                 digest: crate::Digest::of(&bytes),

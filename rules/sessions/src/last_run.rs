@@ -53,7 +53,7 @@ pub struct ReconcileSummary {
     pub set_aside_path: Option<String>,
     /// Errors met; omitted when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
+    pub errors: Vec<engine::Problem>,
 }
 
 impl ReconcileSummary {

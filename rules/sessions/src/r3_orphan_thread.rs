@@ -86,8 +86,10 @@ impl Rule<Pack> for OrphanThread {
                         format!("store kept, recovery failed: {e}"),
                     );
                     // The app records a recovery error in the summary's `errors` too.
-                    out.errors
-                        .push(format!("recovery in {} failed: {e}", store.path));
+                    out.errors.push(engine::Problem::invalid_data(
+                        &store.path,
+                        format!("recovery in {} failed: {e}", store.path),
+                    ));
                 }
                 continue;
             }

@@ -40,8 +40,8 @@ pub struct Summary {
     pub skipped_concurrent: bool,
     /// `.set-aside/<run>` when this run sets anything aside.
     pub set_aside_path: Option<String>,
-    /// Errors met, each naming its path.
-    pub errors: Vec<String>,
+    /// Errors met, each naming its path (in JSON, their messages).
+    pub errors: Vec<engine::Problem>,
 }
 
 impl Summary {
@@ -140,7 +140,7 @@ mod tests {
             limit_reached: true,
             skipped_concurrent: false,
             set_aside_path: Some(".set-aside/r".into()),
-            errors: vec!["e".into()],
+            errors: vec![engine::Problem::invalid_data("p", "e")],
         };
         let mut sum = Summary::default();
         sum += &one;
@@ -154,6 +154,7 @@ mod tests {
         }
         assert!(sum.limit_reached && !sum.skipped_concurrent);
         assert_eq!(sum.set_aside_path.as_deref(), Some(".set-aside/r"));
-        assert_eq!(sum.errors, ["e", "e"]);
+        let messages: Vec<String> = sum.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages, ["e", "e"]);
     }
 }

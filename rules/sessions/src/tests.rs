@@ -430,9 +430,13 @@ fn r3_reports_a_failed_recovery_as_an_error_and_keeps_the_store() {
     let out = plan(&OrphanThread, &inv);
     nothing(&out);
     assert!(skipped_why(&out).contains("recovery failed"));
+    let [e] = &out.errors[..] else {
+        panic!("one error: {:?}", out.errors)
+    };
+    assert_eq!(e.message, "recovery in a/runtime failed: turns/x.json: bad");
     assert_eq!(
-        out.errors,
-        ["recovery in a/runtime failed: turns/x.json: bad"]
+        (e.path.as_str(), e.kind),
+        ("a/runtime", std::io::ErrorKind::InvalidData)
     );
 }
 

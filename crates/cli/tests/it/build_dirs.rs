@@ -26,7 +26,7 @@ use crate::common::case::{parse_time, set_mtime_recursive, system_time, MtimeSpe
 use crate::common::{
     copy_tree, fixtures_dir, records, sha256_hex, tree, Doctor, Holder, Node, Redactions, Tree,
 };
-use doctor::sweep::{sweep_build_dirs, SweepError, SweepOptions, SweepReport};
+use doctor::sweep::{sweep_build_dirs, SweepOptions, SweepReport};
 use plan::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -635,7 +635,7 @@ fn an_unusable_proc_reclaims_nothing_and_fails() {
             opts.proc_dir = proc_dir.clone();
             opts.state_dir = Some(state.clone());
             let err = sweep_build_dirs(&opts).expect_err("no liveness, no sweep");
-            assert!(matches!(err, SweepError::NoProc(_)), "{err}");
+            assert!(matches!(err, doctor::Error::NoProc(_)), "{err}");
             assert_eq!(err.exit_code(), 1);
             let msg = err.to_string();
             assert!(msg.contains("nothing was reclaimed"), "{msg}");

@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 use crate::common::Holder;
 use crate::stores::{rich_store, write, NOW, RICH_ACTIONS};
-use doctor::{RepairOptions, RunError};
+use doctor::{Error, RepairOptions};
 use plan::OutcomeKind;
 use store::{Clock, Timestamp};
 
@@ -92,7 +92,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn result<T>(&mut self, r: Result<T, RunError>) -> Option<T> {
+    fn result<T>(&mut self, r: Result<T, Error>) -> Option<T> {
         self.calls += 1;
         match r {
             Ok(v) => {
@@ -101,10 +101,10 @@ impl Tally {
             }
             Err(e) => {
                 let kind = match e {
-                    RunError::MissingDir(_) => "missing directory",
-                    RunError::Busy(_) => "busy",
-                    RunError::BadPlan(_) => "bad plan",
-                    RunError::Fs(_) => "filesystem",
+                    Error::MissingDir(_) => "missing directory",
+                    Error::Busy(_) => "busy",
+                    Error::BadPlan(_) => "bad plan",
+                    Error::Fs(_) => "filesystem",
                     _ => "other",
                 };
                 *self.errors.entry(kind).or_default() += 1;
@@ -113,10 +113,7 @@ impl Tally {
         }
     }
 
-    fn report(
-        &mut self,
-        r: Result<doctor::RepairReport, RunError>,
-    ) -> Option<doctor::RepairReport> {
+    fn report(&mut self, r: Result<doctor::RepairReport, Error>) -> Option<doctor::RepairReport> {
         let report = self.result(r)?;
         for o in &report.outcomes {
             match o.outcome {
@@ -178,11 +175,11 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
             let s = tmp.path().join("missing");
             for dry in [true, false] {
                 let r = doctor::repair_sessions(&opts(&s, dry));
-                assert!(matches!(r, Err(RunError::MissingDir(_))), "{r:?}");
+                assert!(matches!(r, Err(Error::MissingDir(_))), "{r:?}");
                 t.report(r);
             }
             let r = doctor::status(&opts(&s, true));
-            assert!(matches!(r, Err(RunError::MissingDir(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::MissingDir(_))), "{r:?}");
             t.result(r);
         }
         // S is a regular file.
@@ -192,7 +189,7 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
             std::fs::write(&s, b"not a directory").unwrap();
             for dry in [true, false] {
                 let r = doctor::repair_sessions(&opts(&s, dry));
-                assert!(matches!(r, Err(RunError::MissingDir(_))), "{r:?}");
+                assert!(matches!(r, Err(Error::MissingDir(_))), "{r:?}");
                 t.report(r);
             }
             t.result(doctor::status(&opts(&s, true)));
@@ -212,10 +209,10 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
             let plan = save_plan(t, &s, tmp.path());
             let _holder = Holder::spawn(&[s.join(".reconcile.lock")]);
             let r = doctor::repair_sessions(&opts(&s, false));
-            assert!(matches!(r, Err(RunError::Busy(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::Busy(_))), "{r:?}");
             t.report(r);
             let r = doctor::apply_plan_file(&plan, clock());
-            assert!(matches!(r, Err(RunError::Busy(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::Busy(_))), "{r:?}");
             t.report(r);
             // A dry run takes no lock: it still plans.
             t.report(doctor::repair_sessions(&opts(&s, true))).unwrap();
@@ -238,7 +235,7 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
             let (_tmp, s) = rich();
             let _guard = Immutable::set(&s).expect("chattr +i");
             let r = doctor::repair_sessions(&opts(&s, false));
-            assert!(matches!(r, Err(RunError::Fs(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::Fs(_))), "{r:?}");
             t.report(r);
             t.report(doctor::repair_sessions(&opts(&s, true))).unwrap();
         }
@@ -247,7 +244,7 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
             let (_tmp, s) = rich();
             std::fs::create_dir(s.join(".reconcile.lock")).unwrap();
             let r = doctor::repair_sessions(&opts(&s, false));
-            assert!(matches!(r, Err(RunError::Fs(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::Fs(_))), "{r:?}");
             t.report(r);
         }
         // A fifo in place of a store, a socket in place of a document: never opened.
@@ -283,17 +280,17 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
         _ => {
             let (tmp, s) = rich();
             let r = doctor::apply_plan_file(&tmp.path().join("no-such-plan.json"), clock());
-            assert!(matches!(r, Err(RunError::Fs(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::Fs(_))), "{r:?}");
             t.report(r);
             let garbage = tmp.path().join("garbage.json");
             std::fs::write(&garbage, b"{\"schema_version\": 1, \"plan\": ").unwrap();
             let r = doctor::apply_plan_file(&garbage, clock());
-            assert!(matches!(r, Err(RunError::BadPlan(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::BadPlan(_))), "{r:?}");
             t.report(r);
             let plan = save_plan(t, &s, tmp.path());
             std::fs::rename(&s, tmp.path().join("moved")).unwrap();
             let r = doctor::apply_plan_file(&plan, clock());
-            assert!(matches!(r, Err(RunError::MissingDir(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::MissingDir(_))), "{r:?}");
             t.report(r);
         }
     }

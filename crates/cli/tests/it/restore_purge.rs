@@ -675,3 +675,52 @@ fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
     assert_eq!(tree(&s.join("alpha")), alpha_before, "{}", done.stdout);
     assert_eq!(std::fs::read(s.join("alpha.json")).unwrap(), alpha_doc);
 }
+
+/// A line of the run's manifest that does not parse may have named an item: a restore names
+/// it among the skipped (never a silently shorter restore, and the other items still go back),
+/// and a purge refuses the run without `--force`. A receipt line that does not parse is
+/// reported in the restore's errors.
+#[test]
+fn lines_that_do_not_parse_are_reported_not_dropped() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (code, repair, _) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0);
+    let run = repair["run"].as_str().unwrap().to_owned();
+    let manifest = s.join(".set-aside").join(&run).join("MANIFEST.jsonl");
+    let mut lines = std::fs::read(&manifest).unwrap();
+    lines.extend_from_slice(b"{\"run\": \"cut short\n");
+    std::fs::write(&manifest, &lines).unwrap();
+    let receipts = s.join(".reconcile/receipts.jsonl");
+    let mut r = std::fs::read(&receipts).unwrap();
+    r.extend_from_slice(b"not a receipt\n");
+    std::fs::write(&receipts, &r).unwrap();
+
+    let (_, dry, _) = doctor(&s, &["--restore", &run, "--dry-run"]);
+    assert_admin_valid(&dry);
+    let skipped = dry["skipped"].to_string();
+    assert!(
+        skipped.contains("MANIFEST.jsonl") && skipped.contains("is not a record"),
+        "{dry:#}"
+    );
+    let errors = dry["summary"]["errors"].to_string();
+    assert!(
+        errors.contains("receipts.jsonl") && errors.contains("is not a record"),
+        "{dry:#}"
+    );
+    assert!(
+        !dry["plan"]["actions"].as_array().unwrap().is_empty(),
+        "the items the other lines name are still restored"
+    );
+
+    let (code, purge, stderr) = doctor(&s, &["--purge-set-aside", "--older-than", "0s"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        purge["plan"]["actions"].as_array().unwrap().is_empty(),
+        "{purge:#}"
+    );
+    assert!(
+        purge["skipped"].to_string().contains("is not a record"),
+        "{purge:#}"
+    );
+    assert_eq!(set_aside_runs(&s), [run], "the run is kept");
+}

@@ -208,7 +208,13 @@ fn c57_a_fifo_at_the_receipts_log_never_hangs_a_real_run() {
     let before = tree(&c.s);
     let in_process = lib_within(&c.s, false, Duration::from_secs(20));
     let said = match &in_process {
-        Ok(report) => report.summary.errors.join("\n"),
+        Ok(report) => report
+            .summary
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
         Err(e) => e.clone(),
     };
     assert_says(&said, &receipts_log.display().to_string());
