@@ -290,7 +290,7 @@ mod tests {
         );
     }
 
-    /// Snapshots live in per-harness directories (`crates/cli/tests/it/snapshots/sessions/`,
+    /// Snapshots live in per-pack directories (`crates/cli/tests/it/snapshots/sessions/`,
     /// `.../build-dirs/`, `.../demo/`): pending ones are found at any depth, and not under
     /// `target/` or hidden directories.
     #[test]

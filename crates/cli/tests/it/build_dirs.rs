@@ -1,59 +1,43 @@
 //! The build-dirs pack (B1) on fixture roots and through the binary.
 //!
-//! Fixture cases live in `fixtures/build-dirs/<case>/`: a root (`root/`, copied to a temp dir)
-//! and a `case.json` for what git cannot hold: symlinks, owners, mtimes, empty directories and
-//! the live processes that reference a candidate (real children: `sleep` with its cwd inside
-//! one, a shell holding a file open, a process with a path in its environment or argv, a binary
-//! run from inside one). Every entry of the root is three hours old unless the case says
-//! otherwise. Each case is swept through the library as a dry run, a real run, then a second
-//! dry run; the snapshot (`snapshots/build-dirs/<case>.snap`) shows the dry-run report and
-//! plan, the real run, the tree after it, the receipts, and the second plan. The test also
-//! asserts what a snapshot cannot: the dry run planned exactly what the real run applied, every
-//! action was applied, exactly the expected directories were reclaimed and nothing else changed
-//! (nothing outside the root either), and the second plan is empty.
+//! Fixture cases, for the one harness (`harness.rs`), live in `fixtures/build-dirs/<case>/`: a
+//! root (`root/`, copied to a temp dir) and a `case.json` for what git cannot hold: symlinks,
+//! owners, mtimes, empty directories and the live processes that reference a candidate (real
+//! children: `sleep` with its cwd inside one, a shell holding a file open, a process with a
+//! path in its environment or argv, a binary run from inside one). Every entry of the root is
+//! three hours old unless the case says otherwise. Each case is swept through the library;
+//! beyond what the harness shows and checks, the snapshot (`snapshots/build-dirs/<case>.snap`)
+//! shows the receipts, and the test checks that a dry run creates no state directory, that
+//! exactly the expected directories were reclaimed with the bytes planned and nothing else
+//! changed, and that nothing outside the root changed either.
 //!
 //! The other tests cover the binary: the JSON output and receipts against their schemas, exit
 //! codes (2, 3, 75, 1 when `/proc` is unusable), the bound, and a deletion killed halfway that
 //! the next run finishes.
 
-use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::common::case::{parse_time, set_mtime_recursive, system_time, MtimeSpec, SymlinkSpec};
-use crate::common::{
-    copy_tree, fixtures_dir, records, sha256_hex, tree, Doctor, Holder, Node, Redactions, Tree,
-};
+use crate::common::case::{set_mtime_recursive, system_time};
+use crate::common::{records, tree, Doctor, Holder, Redactions, Tree};
+use crate::harness::{self, pretty, Pack, Sections};
 use doctor::sweep::{sweep_build_dirs, SweepOptions, SweepReport};
-use plan::OutcomeKind;
+use plan::Precondition;
 use serde::Deserialize;
 use serde_json::Value;
 use store::Clock;
 
-const DEFAULT_NOW: &str = "2026-11-29T12:00:00Z";
 /// Every entry of a fixture root has this mtime unless the case sets another.
 const DEFAULT_MTIME: &str = "2026-11-29T09:00:00Z";
 
+/// `fixtures/build-dirs/<case>/case.json`, besides the keys the harness reads.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Case {
-    description: String,
-    #[serde(default)]
-    rule: Option<String>,
-    #[serde(default)]
-    doctor_now: Option<String>,
     #[serde(default)]
     min_age: Option<String>,
-    #[serde(default)]
-    empty_dirs: Vec<String>,
-    /// `target` may start with `[OUTSIDE]`; the root is `<tmp>/root` and `<tmp>/outside` holds
-    /// `keep` and `dir/`, so a relative target such as `../outside` (stable tree digests) works.
-    #[serde(default)]
-    symlinks: Vec<SymlinkSpec>,
-    #[serde(default)]
-    mtimes: Vec<MtimeSpec>,
     #[serde(default)]
     chown: Vec<ChownSpec>,
     #[serde(default)]
@@ -212,38 +196,6 @@ fn start_live(spec: &LiveSpec, root: &Path, outside: &Path) -> Live {
     }
 }
 
-fn render_tree(t: &Tree, red: &Redactions, copied: &[String]) -> String {
-    let rows: Vec<(String, String)> = t
-        .iter()
-        .map(|(path, node)| {
-            let rel = path.to_string_lossy().into_owned();
-            let what = match node {
-                Node::Dir => "dir".to_owned(),
-                Node::File(_) if copied.contains(&rel) => "file (a copy of sleep)".to_owned(),
-                Node::File(b) => format!("file {:>6}  {}", b.len(), &sha256_hex(b)[..12]),
-                Node::Symlink(target) => {
-                    format!("symlink -> {}", red.apply(&target.to_string_lossy()))
-                }
-                Node::Other => "other".to_owned(),
-            };
-            (rel, what)
-        })
-        .collect();
-    let width = rows.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
-    let mut out = String::new();
-    for (path, what) in rows {
-        writeln!(out, "{path:<width$}  {what}").unwrap();
-    }
-    if out.is_empty() {
-        out.push_str("(empty)\n");
-    }
-    out
-}
-
-fn pretty(v: &impl serde::Serialize) -> String {
-    serde_json::to_string_pretty(v).unwrap()
-}
-
 /// A temp dir on the target's filesystem (binaries copied there can be run).
 fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -252,184 +204,132 @@ fn tempdir() -> tempfile::TempDir {
         .unwrap()
 }
 
-fn sweep(root: &Path, state: &Path, case: &Case, dry_run: bool) -> SweepReport {
-    let mut opts = SweepOptions::new();
-    opts.roots = vec![root.to_path_buf()];
-    opts.dry_run = dry_run;
-    opts.clock = Clock::Fixed(parse_time(
-        case.doctor_now.as_deref().unwrap_or(DEFAULT_NOW),
-    ));
-    if let Some(m) = &case.min_age {
-        opts.min_age_secs = store::time::parse_duration(m).expect("min_age");
-    }
-    opts.state_dir = Some(state.to_path_buf());
-    sweep_build_dirs(&opts).unwrap_or_else(|e| panic!("sweep (dry_run: {dry_run}) failed: {e}"))
+/// A build-dirs case, set up: its `case.json`, the root, the directory beside it that no run may
+/// touch, the state directory, the copies of `sleep` in the root, and the live processes.
+struct BuildDirs {
+    case: Case,
+    root: PathBuf,
+    outside: PathBuf,
+    state: PathBuf,
+    copied: Vec<String>,
+    _live: Vec<Live>,
 }
 
-/// Runs one case; `None` when it cannot be set up here (a chown without root).
-fn run_case(name: &str, dir: &Path) -> Option<()> {
-    let case_path = dir.join("case.json");
-    let case: Case = serde_json::from_slice(&std::fs::read(&case_path).unwrap())
-        .unwrap_or_else(|e| panic!("{}: {e}", case_path.display()));
-    if !case.chown.is_empty() && !am_root() {
-        eprintln!("{name}: skipped: setting a foreign owner needs root");
-        return None;
-    }
+impl Pack for BuildDirs {
+    const NAME: &'static str = "build-dirs";
+    const MIN_CASES: usize = 10;
+    /// On the target's filesystem: binaries copied there can be run.
+    const TEMP_IN: &'static str = env!("CARGO_TARGET_TMPDIR");
+    const ROOT: (&'static str, &'static str) = ("root", "root");
+    type Case = Case;
+    type Report = SweepReport;
 
-    let tmp = tempdir();
-    let root = tmp.path().join("root");
-    let outside = tmp.path().join("outside");
-    let state = tmp.path().join("state");
-    copy_tree(&dir.join("root"), &root);
-    std::fs::create_dir_all(outside.join("dir")).unwrap();
-    std::fs::write(outside.join("keep"), "outside the root: never touched\n").unwrap();
-    for d in &case.empty_dirs {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    for link in &case.symlinks {
-        let target = link.target.replace("[OUTSIDE]", &outside.to_string_lossy());
-        std::os::unix::fs::symlink(target, root.join(&link.path)).unwrap();
-    }
-    let mut copied = Vec::new();
-    for spec in &case.live {
-        if let LiveSpec::Map { path } = spec {
-            let to = root.join(path);
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(sleep_binary(), &to).unwrap();
-            copied.push(path.clone());
+    fn set_up(case: Case, _: &Path, root: &Path) -> Result<BuildDirs, &'static str> {
+        if !case.chown.is_empty() && !am_root() {
+            return Err("setting a foreign owner needs root");
         }
-    }
-    for entry in std::fs::read_dir(&root).unwrap() {
-        set_mtime_recursive(&entry.unwrap().path(), system_time(DEFAULT_MTIME));
-    }
-    for m in &case.mtimes {
-        set_mtime_recursive(&root.join(&m.path), system_time(&m.at));
-    }
-    for c in &case.chown {
-        chown_recursive(&root.join(&c.path), c.uid)
-            .unwrap_or_else(|e| panic!("chown {}: {e}", c.path));
-    }
-    let _live: Vec<Live> = case
-        .live
-        .iter()
-        .map(|spec| start_live(spec, &root, &outside))
-        .collect();
-
-    let before = tree(&root);
-    let outside_before = tree(&outside);
-    let dry = sweep(&root, &state, &case, true);
-    assert_eq!(tree(&root), before, "the dry run changed the root");
-    assert!(!state.exists(), "a dry run creates no state directory");
-    let real = sweep(&root, &state, &case, false);
-    let after = tree(&root);
-    let second = sweep(&root, &state, &case, true);
-
-    let red = Redactions::new(
-        &[
-            (root.as_path(), "[ROOT]"),
-            (outside.as_path(), "[OUTSIDE]"),
-            (state.as_path(), "[STATE]"),
-        ],
-        &[&dry.run, &real.run, &second.run],
-    );
-    let mut snap = String::new();
-    writeln!(snap, "== dry run: human ==").unwrap();
-    snap.push_str(&red.apply(&dry.render_human()));
-    writeln!(snap, "\n== dry run: plan ==").unwrap();
-    writeln!(snap, "{}", red.apply(&pretty(&dry.plan))).unwrap();
-    writeln!(snap, "\n== real run: human ==").unwrap();
-    snap.push_str(&red.apply(&real.render_human()));
-    writeln!(snap, "\n== tree after the real run ==").unwrap();
-    snap.push_str(&render_tree(&after, &red, &copied));
-    writeln!(snap, "\n== [STATE]/build-dirs-receipts.jsonl ==").unwrap();
-    snap.push_str(&records(&state.join(doctor::sweep::RECEIPTS_FILE), &red));
-    writeln!(snap, "\n== second dry run: plan ==").unwrap();
-    writeln!(snap, "{}", red.apply(&pretty(&second.plan))).unwrap();
-
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots/build-dirs");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_description(case.description.clone());
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, snap));
-
-    assert_eq!(
-        dry.plan.actions, real.plan.actions,
-        "the dry run must plan exactly what the real run applies"
-    );
-    if let Some(rule) = &case.rule {
-        for a in &dry.plan.actions {
-            assert_eq!(&a.rule, rule, "{} is planned by another rule", a.path);
-        }
-    }
-    let reclaimed: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
-    assert_eq!(reclaimed, case.expect_reclaimed, "what B1 reclaims");
-    for (o, a) in real.outcomes.iter().zip(&real.plan.actions) {
-        assert_eq!(
-            o.outcome,
-            OutcomeKind::Applied,
-            "{} was not applied: {:?}",
-            a.path,
-            o.why
-        );
-    }
-    assert_eq!(real.outcomes.len(), real.plan.actions.len());
-    let planned_bytes: u64 = real
-        .plan
-        .actions
-        .iter()
-        .map(|a| match a.precondition {
-            plan::Precondition::Tree { bytes, .. } | plan::Precondition::File { bytes, .. } => {
-                bytes
+        // The root is `<tmp>/root`; `<tmp>/outside` holds `keep` and `dir/`, so that a relative
+        // symlink target such as `../outside` (stable tree digests) works.
+        let tmp = root.parent().unwrap();
+        let outside = tmp.join("outside");
+        std::fs::create_dir_all(outside.join("dir")).unwrap();
+        std::fs::write(outside.join("keep"), "outside the root: never touched\n").unwrap();
+        let mut copied = Vec::new();
+        for spec in &case.live {
+            if let LiveSpec::Map { path } = spec {
+                let to = root.join(path);
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(sleep_binary(), &to).unwrap();
+                copied.push(path.clone());
             }
+        }
+        for entry in std::fs::read_dir(root).unwrap() {
+            set_mtime_recursive(&entry.unwrap().path(), system_time(DEFAULT_MTIME));
+        }
+        for c in &case.chown {
+            chown_recursive(&root.join(&c.path), c.uid)
+                .unwrap_or_else(|e| panic!("chown {}: {e}", c.path));
+        }
+        let live = case.live.iter();
+        let live = live.map(|spec| start_live(spec, root, &outside)).collect();
+        Ok(BuildDirs {
+            case,
+            root: root.to_path_buf(),
+            outside,
+            state: tmp.join("state"),
+            copied,
+            _live: live,
         })
-        .sum();
-    assert_eq!(real.summary.bytes_freed, planned_bytes, "bytes freed");
-    assert!(
-        second.plan.actions.is_empty(),
-        "a second run must find nothing to do, but plans {:#?}",
-        second.plan.actions
-    );
-    // Exactly the reclaimed trees are gone; everything else is as it was.
-    for (path, node) in &before {
-        let top = path
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        if case.expect_reclaimed.iter().any(|r| *r == top) {
-            assert!(!after.contains_key(path), "{} survived", path.display());
-        } else {
-            assert_eq!(after.get(path), Some(node), "{} changed", path.display());
+    }
+
+    fn untouched(&self) -> Vec<(PathBuf, &'static str)> {
+        vec![(self.outside.clone(), "something outside the root changed")]
+    }
+
+    fn run(&self, dry_run: bool, clock: Clock) -> SweepReport {
+        let mut opts = SweepOptions::new();
+        opts.roots = vec![self.root.clone()];
+        opts.dry_run = dry_run;
+        opts.clock = clock;
+        if let Some(m) = &self.case.min_age {
+            opts.min_age_secs = store::time::parse_duration(m).expect("min_age");
+        }
+        opts.state_dir = Some(self.state.clone());
+        let fresh = !self.state.exists();
+        let report = sweep_build_dirs(&opts)
+            .unwrap_or_else(|e| panic!("sweep (dry_run: {dry_run}) failed: {e}"));
+        let made = fresh && self.state.exists();
+        assert!(!dry_run || !made, "a dry run creates no state directory");
+        report
+    }
+
+    fn redactions(&self, runs: &[&str], _: &[&Tree]) -> Redactions {
+        let paths = [
+            (self.root.as_path(), "[ROOT]"),
+            (self.outside.as_path(), "[OUTSIDE]"),
+            (self.state.as_path(), "[STATE]"),
+        ];
+        Redactions::new(&paths, runs)
+    }
+
+    fn listed_as(&self, path: &str, _bytes: &[u8]) -> Option<String> {
+        let copy = self.copied.iter().any(|c| c == path);
+        copy.then(|| "file (a copy of sleep)".to_owned())
+    }
+
+    fn sections(&self, red: &Redactions, _: &Tree, _: &Tree, _: &SweepReport) -> Sections {
+        let receipts = records(&self.state.join(doctor::sweep::RECEIPTS_FILE), red);
+        vec![("[STATE]/build-dirs-receipts.jsonl", receipts)]
+    }
+
+    fn check_real_run(&self, _: usize, before: &Tree, after: &Tree, real: &SweepReport) {
+        let expected = &self.case.expect_reclaimed;
+        let reclaimed: Vec<&str> = real.plan.actions.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(reclaimed, *expected, "what B1 reclaims");
+        let planned_bytes: u64 = real
+            .plan
+            .actions
+            .iter()
+            .map(|a| match a.precondition {
+                Precondition::Tree { bytes, .. } | Precondition::File { bytes, .. } => bytes,
+            })
+            .sum();
+        assert_eq!(real.summary.bytes_freed, planned_bytes, "bytes freed");
+        // Exactly the reclaimed trees are gone; everything else is as it was.
+        for (path, node) in before {
+            let top = path.components().next().unwrap().as_os_str();
+            if expected.iter().any(|r| *r == top.to_string_lossy()) {
+                assert!(!after.contains_key(path), "{} survived", path.display());
+            } else {
+                assert_eq!(after.get(path), Some(node), "{} changed", path.display());
+            }
         }
     }
-    assert_eq!(
-        tree(&outside),
-        outside_before,
-        "something outside the root changed"
-    );
-    Some(())
 }
 
 #[test]
 fn fixture_cases() {
-    let root = fixtures_dir().join("build-dirs");
-    let mut cases: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().unwrap().is_dir())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    cases.sort();
-    assert!(cases.len() >= 10, "fixture cases under {}", root.display());
-    let mut failed = Vec::new();
-    for (name, dir) in &cases {
-        if std::panic::catch_unwind(|| run_case(name, dir)).is_err() {
-            failed.push(name.clone());
-        }
-    }
-    assert!(failed.is_empty(), "fixture cases failed: {failed:?}");
+    harness::fixture_cases::<BuildDirs>();
 }
 
 // ---- the binary ------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 //! (`cargo test -p doctor --test it`): one link of the product, not one per file. One module per
 //! subject; `common` holds what they share (the one way to run the `doctor` binary, trees of
 //! stores, `assert_nothing_lost`), `stores` builds small session stores in the app's shape.
-//! Snapshots live in `snapshots/`: `sessions/` (fixtures.rs), `build-dirs/` (build_dirs.rs),
-//! `demo/` (demo.rs).
+//! `harness` is the one fixture harness, run per pack by `fixtures.rs` (sessions) and
+//! `build_dirs.rs` (build-dirs). Snapshots live in `snapshots/`: `<pack>/` (harness.rs), `demo/`
+//! (demo.rs).
 //!
 //! Run one module with `cargo test -p doctor --test it -- hostile_input::`, one test by its name.
 
@@ -20,6 +21,7 @@ mod build_dirs;
 mod demo;
 mod fd_leak;
 mod fixtures;
+mod harness;
 mod host_beside_doctor;
 mod hostile_input;
 mod kill_points;

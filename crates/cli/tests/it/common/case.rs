@@ -1,6 +1,5 @@
-//! What the two fixture harnesses (`fixtures.rs` for the sessions pack, `build_dirs.rs` for the
-//! build-dirs pack) read from a `case.json` alike, and how they apply it: symlinks to create and
-//! mtimes to set, given as RFC 3339 times.
+//! What the fixture harness (`harness.rs`) reads from a `case.json` of any pack, and how it is
+//! applied: symlinks to create and mtimes to set, given as RFC 3339 times.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
