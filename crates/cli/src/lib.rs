@@ -7,6 +7,7 @@
 mod admin;
 pub mod command;
 mod error;
+pub mod format;
 mod options;
 mod output;
 mod repair;
