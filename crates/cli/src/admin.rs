@@ -41,6 +41,7 @@ fn run_admin(
         &planned.plan,
         &run,
         opts.clock,
+        &opts.progress,
     );
     Ok(AdminReport::new(
         command,

@@ -14,6 +14,15 @@ pub enum Error {
     /// The sessions directory does not exist or is not a directory (exit 2).
     #[error("sessions directory {} does not exist or is not a directory", .0.display())]
     MissingDir(PathBuf),
+    /// A sessions directory that does not look like a session store, and no
+    /// `--assume-session-store` (exit 2). `hint` suggests its `sessions/` when it has one.
+    #[error("{} does not look like a session store (no session documents, checkpoints or repair files): nothing was done; check --sessions-dir or CODEWHALE_HOME{}, or pass --assume-session-store if it is one", .dir.display(), .hint.as_ref().map(|h| format!(" (did you mean {}?)", h.display())).unwrap_or_default())]
+    NotASessionStore {
+        /// The directory given.
+        dir: PathBuf,
+        /// Its `sessions/` subdirectory, when it has one.
+        hint: Option<PathBuf>,
+    },
     /// A `--root` that does not exist or is not a directory (exit 2).
     #[error("build root {} does not exist or is not a directory", .0.display())]
     MissingRoot(PathBuf),
@@ -65,6 +74,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::MissingDir(_)
+            | Error::NotASessionStore { .. }
             | Error::MissingRoot(_)
             | Error::BadPlan(_)
             | Error::BadEnvironment(_)
@@ -89,6 +99,12 @@ impl Error {
                 p.to_string_lossy(),
                 "open",
                 io::ErrorKind::NotFound,
+                message,
+            ),
+            Error::NotASessionStore { dir, .. } => Problem::new(
+                dir.to_string_lossy(),
+                "recognize",
+                io::ErrorKind::InvalidInput,
                 message,
             ),
             Error::Busy(p) | Error::SweepBusy(p) => Problem::new(

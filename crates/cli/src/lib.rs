@@ -11,6 +11,7 @@ pub mod format;
 mod options;
 mod output;
 mod repair;
+pub mod rules;
 mod status;
 pub mod sweep;
 
@@ -28,5 +29,7 @@ pub use engine::Problem;
 pub use error::Error;
 pub use options::{default_codewhale_home, default_sessions_dir, RepairOptions};
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
-pub use repair::{apply_plan_file, plan_file_bytes, repair_sessions};
+pub use repair::{
+    apply_plan_bytes, apply_plan_file, plan_file_bytes, read_plan_file, repair_sessions,
+};
 pub use status::status;

@@ -22,6 +22,17 @@ pub struct RepairOptions {
     /// (`tasks/runtime`) and automation definitions (`automations/`) are read from. `None`
     /// reads neither.
     pub codewhale_home: Option<PathBuf>,
+    /// `--select`: the rule codes that run (`None`: every rule of the pack).
+    pub select: Option<Vec<String>>,
+    /// `--ignore`: rule codes that do not run.
+    pub ignore: Vec<String>,
+    /// `--assume-session-store`: plan even in a directory that does not look like a session
+    /// store.
+    pub assume_session_store: bool,
+    /// `--allow-mass-set-aside`: let R1 set aside more than half of a store's documents.
+    pub allow_mass_set_aside: bool,
+    /// Who watches the scan and the application of the plan.
+    pub progress: store::progress::ProgressSink,
 }
 
 impl RepairOptions {
@@ -34,7 +45,18 @@ impl RepairOptions {
             artifact_idle_secs: 24 * 3600,
             clock: Clock::System,
             codewhale_home: default_codewhale_home(),
+            select: None,
+            ignore: Vec::new(),
+            assume_session_store: false,
+            allow_mass_set_aside: false,
+            progress: store::progress::ProgressSink::silent(),
         }
+    }
+
+    /// The rules of the sessions pack that run: the registry, in its order, less those
+    /// `--select` leaves out and those `--ignore` names.
+    pub(crate) fn rules(&self) -> Vec<&'static dyn engine::Rule<sessions::Pack>> {
+        selected(sessions::RULES, self.select.as_deref(), &self.ignore)
     }
 
     pub(crate) fn config(&self) -> Config {
@@ -43,8 +65,24 @@ impl RepairOptions {
             artifact_idle_secs: self.artifact_idle_secs,
             now: self.clock.now(),
             codewhale_home: self.codewhale_home.clone(),
+            progress: self.progress.clone(),
         }
     }
+}
+
+/// The rules of `registry` that run under `--select` and `--ignore`, in registry order. A rule
+/// that does not run plans nothing and has no effect on the rules after it.
+pub(crate) fn selected<P: engine::Pack>(
+    registry: &'static [&'static dyn engine::Rule<P>],
+    select: Option<&[String]>,
+    ignore: &[String],
+) -> Vec<&'static dyn engine::Rule<P>> {
+    registry
+        .iter()
+        .copied()
+        .filter(|r| select.is_none_or(|s| s.iter().any(|c| c.eq_ignore_ascii_case(r.code()))))
+        .filter(|r| !ignore.iter().any(|c| c.eq_ignore_ascii_case(r.code())))
+        .collect()
 }
 
 /// `$CODEWHALE_HOME`, else `~/.codewhale`.

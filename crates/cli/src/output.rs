@@ -9,7 +9,7 @@ use plan::{
 };
 use serde::Serialize;
 use sessions::LastRun;
-use sessions::{notice_line, Summary};
+use sessions::{count, notice_line, Summary};
 use store::ids::RunId;
 
 /// The JSON document of `--repair-sessions` and `--apply-plan`.
@@ -45,9 +45,21 @@ pub struct RepairReport {
     /// `summary.errors`, and the run exits 1.
     #[serde(skip)]
     pub late_failure: bool,
+    /// The mass set-aside guard held R1 back (cli.md, Version 2): the run says why in
+    /// `summary.errors` and exits 1.
+    #[serde(skip)]
+    pub mass_set_aside_refused: bool,
 }
 
 impl RepairReport {
+    /// Records that the mass set-aside guard held R1 back, and why.
+    pub(crate) fn note_mass_set_aside(&mut self, why: Option<engine::Problem>) {
+        if let Some(why) = why {
+            self.summary.errors.insert(0, why);
+            self.mass_set_aside_refused = true;
+        }
+    }
+
     pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned<Summary>) -> RepairReport {
         let mut actions = engine::count_actions(sessions::RULES, &planned.plan.actions);
         if actions.items_set_aside() > 0 {
@@ -66,6 +78,7 @@ impl RepairReport {
             interrupted_writes: interrupted_writes(&planned.plan.actions, None),
             ignored_why: planned.ignored_why,
             late_failure: false,
+            mass_set_aside_refused: false,
             plan: planned.plan,
         }
     }
@@ -90,6 +103,7 @@ impl RepairReport {
             outcomes: applied.outcomes,
             ignored_why: planned.ignored_why,
             late_failure: applied.records_failed,
+            mass_set_aside_refused: false,
             plan: planned.plan,
         }
     }
@@ -114,6 +128,7 @@ impl RepairReport {
             interrupted_writes: Vec::new(),
             ignored_why: Vec::new(),
             late_failure: false,
+            mass_set_aside_refused: false,
         }
     }
 
@@ -134,6 +149,7 @@ impl RepairReport {
             unusable_bindings: Vec::new(),
             ignored_why: Vec::new(),
             late_failure: applied.records_failed,
+            mass_set_aside_refused: false,
             plan: file.plan,
         }
     }
@@ -248,10 +264,25 @@ impl StatusReport {
         let mut s = String::new();
         let _ = writeln!(s, "sessions directory: {}", self.sessions_dir);
         let p = &self.pending;
+        let pending = self.pending_actions + p.actions_deferred;
         let _ = writeln!(
             s,
-            "a repair would now: set aside {} documents, {} stores, {} artifact directories; recover {} sessions; unbind {} threads; bind {} threads ({} actions)",
-            p.documents_set_aside, p.stores_set_aside, p.artifact_dirs_set_aside, p.sessions_recovered, p.threads_unbound, p.threads_bound, self.pending_actions
+            "a repair would now: set aside {}, {}, {}; recover {}; unbind {}; bind {} ({} pending{})",
+            count(p.documents_set_aside, "document", "documents"),
+            count(p.stores_set_aside, "store", "stores"),
+            count(p.artifact_dirs_set_aside, "artifact directory", "artifact directories"),
+            count(p.sessions_recovered, "session", "sessions"),
+            count(p.threads_unbound, "thread", "threads"),
+            count(p.threads_bound, "thread", "threads"),
+            count(pending, "action", "actions"),
+            if p.actions_deferred > 0 {
+                format!(
+                    ": {} in the next run, {} deferred",
+                    self.pending_actions, p.actions_deferred
+                )
+            } else {
+                String::new()
+            }
         );
         match &self.last {
             Some(l) => {

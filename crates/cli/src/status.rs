@@ -14,7 +14,7 @@ use crate::{Error, RepairOptions, RepairReport, SetAsideRun, StatusReport};
 pub fn status(opts: &RepairOptions) -> Result<StatusReport, Error> {
     let config = opts.config();
     let root = Root::open(&opts.sessions_dir).map_err(|e| open_error(&opts.sessions_dir, e))?;
-    let planned = engine::plan_sessions(&root, sessions::RULES, &config)?;
+    let planned = engine::plan_sessions(&root, &opts.rules(), &config)?;
     let pending = RepairReport::dry(
         absolute(&opts.sessions_dir),
         RunId::new(config.now),

@@ -40,6 +40,12 @@ pub struct SweepOptions {
     pub proc_dir: PathBuf,
     /// Where receipts and the lock go; `None`: [`default_state_dir`].
     pub state_dir: Option<PathBuf>,
+    /// `--select`: the rule codes that run (`None`: every rule of the pack).
+    pub select: Option<Vec<String>>,
+    /// `--ignore`: rule codes that do not run.
+    pub ignore: Vec<String>,
+    /// Who watches the application of the plan.
+    pub progress: store::progress::ProgressSink,
 }
 
 impl SweepOptions {
@@ -53,6 +59,9 @@ impl SweepOptions {
             clock: Clock::System,
             proc_dir: PathBuf::from("/proc"),
             state_dir: None,
+            select: None,
+            ignore: Vec::new(),
+            progress: store::progress::ProgressSink::silent(),
         }
     }
 }
@@ -283,7 +292,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
             &refs,
             &processes,
             &interrupted(&pending),
-            build_dirs::RULES,
+            &crate::options::selected(build_dirs::RULES, opts.select.as_deref(), &opts.ignore),
             &config(uid),
         );
         return Ok(SweepReport::new(
@@ -320,7 +329,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         &refs,
         &processes,
         &interrupted(&pending),
-        build_dirs::RULES,
+        &crate::options::selected(build_dirs::RULES, opts.select.as_deref(), &opts.ignore),
         &config(uid),
     );
     let mut target = BuildDirsTarget {
@@ -333,7 +342,14 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         dirs_reclaimed: 0,
         bytes_freed: 0,
     };
-    let mut applied = exec::execute(&mut target, &lock, &planned.plan, &run, opts.clock);
+    let mut applied = exec::execute(
+        &mut target,
+        &lock,
+        &planned.plan,
+        &run,
+        opts.clock,
+        &opts.progress,
+    );
     applied.errors.extend(target.drop_stale_pending());
     let reclaimed = Reclaimed {
         dirs_reclaimed: target.dirs_reclaimed,

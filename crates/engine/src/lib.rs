@@ -42,6 +42,8 @@ pub struct Config {
     /// `$CODEWHALE_HOME`, read-only: its automations pin stores and its task threads name
     /// sessions. `None` reads nothing outside S.
     pub codewhale_home: Option<std::path::PathBuf>,
+    /// Who watches the scan.
+    pub progress: store::progress::ProgressSink,
 }
 
 impl Config {
@@ -52,6 +54,7 @@ impl Config {
             artifact_idle_secs: 24 * 3600,
             now,
             codewhale_home: None,
+            progress: store::progress::ProgressSink::silent(),
         }
     }
 }
@@ -278,10 +281,24 @@ pub struct Planned<C> {
     pub errors: Vec<Problem>,
     /// Whether the bound cut the plan.
     pub limit_reached: bool,
+    /// How many actions each rule proposed, before the bound, in registry order.
+    pub proposed: Vec<(&'static str, u64)>,
+    /// The session documents of S (top-level `<id>.json` files), whatever their verdict, and
+    /// how many of them the app can read.
+    pub documents: DocumentCount,
     /// Ignored entries with why (the JSON output lists the paths, the human report both).
     pub ignored_why: Vec<(String, &'static str)>,
     /// Bindings that bind nothing, for the report.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
+}
+
+/// How many session documents a store holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentCount {
+    /// Every top-level `<id>.json` document, whatever its verdict.
+    pub all: u64,
+    /// Those the app reads (readable, or of content or a schema newer than the doctor knows).
+    pub readable: u64,
 }
 
 /// Scans S (and, read-only, what `$CODEWHALE_HOME` holds that names sessions or pins stores)
@@ -293,7 +310,8 @@ pub fn plan_sessions<C: Counts>(
     config: &Config,
 ) -> fsroot::Result<Planned<C>> {
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
-    let mut inventory = store::scan_with(root, &external)?;
+    let started = std::time::Instant::now();
+    let mut inventory = store::scan_watched(root, &external, &config.progress)?;
     inventory.errors.extend(external_errors);
     let anchors = [root.anchor(), root.canonical_anchor()];
     let refs = ReferenceSet::build(&inventory, &anchors);
@@ -312,6 +330,13 @@ pub fn plan_sessions<C: Counts>(
         &mut planned.errors,
     );
     housekeeping::prepend(&mut planned.plan, temps);
+    tracing::info!(
+        documents = planned.documents.all,
+        actions = planned.plan.actions.len(),
+        deferred = planned.plan.deferred,
+        ms = started.elapsed().as_millis() as u64,
+        "planned the sessions pack"
+    );
     Ok(planned)
 }
 
@@ -344,6 +369,22 @@ pub fn plan_inventory<C: Counts>(
         counts: C::default(),
         errors: Vec::new(),
         limit_reached: false,
+        proposed: Vec::new(),
+        documents: DocumentCount {
+            all: inventory.documents.len() as u64,
+            readable: inventory
+                .documents
+                .iter()
+                .filter(|d| {
+                    matches!(
+                        d.state,
+                        store::DocState::Readable { .. }
+                            | store::DocState::UnknownContent { .. }
+                            | store::DocState::NewerSchema { .. }
+                    )
+                })
+                .count() as u64,
+        },
         ignored_why: Vec::new(),
         unusable_bindings: Vec::new(),
     };
@@ -357,6 +398,8 @@ pub fn plan_inventory<C: Counts>(
         };
         let mut result = rule.plan(&cx);
         seal::order(&mut result.proposals);
+        out.proposed
+            .push((rule.code(), result.proposals.len() as u64));
         for p in &result.proposals {
             project(&mut refs, inventory, &p.effect);
         }

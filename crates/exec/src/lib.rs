@@ -17,6 +17,7 @@ use engine::records::Receipt;
 use fsroot::{LockGuard, Problem, TryLock, WritableRoot};
 use plan::{Outcome, OutcomeKind, Plan, PlannedAction};
 use store::ids::{RunId, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
+use store::progress::ProgressSink;
 use store::Clock;
 
 pub use reclaim::{
@@ -103,14 +104,18 @@ impl Applied {
 
 /// Applies `plan` as run `run` through `target`, action for action: each is checked, then
 /// applied, then receipted, whatever its outcome; the run goes on after a skip or a failure.
-/// The guard proves the run's single-flight lock is held.
+/// The guard proves the run's single-flight lock is held. Each action done is reported to
+/// `progress` (phase `applying`).
 pub fn execute<T: Target>(
     target: &mut T,
     _lock: &LockGuard,
     plan: &Plan,
     run: &RunId,
     clock: Clock,
+    progress: &ProgressSink,
 ) -> Applied {
+    let started = std::time::Instant::now();
+    progress.start("applying", plan.actions.len() as u64);
     let mut applied = Applied::default();
     let planned_at = plan
         .planned_at
@@ -175,12 +180,30 @@ pub fn execute<T: Target>(
                 applied.records_failed = true;
             }
         }
+        tracing::debug!(
+            seq = action.seq,
+            rule = %action.rule,
+            action = action.action.kind().verb(),
+            path = %action.path,
+            outcome = ?outcome,
+            why = why.as_deref().unwrap_or(""),
+            "action"
+        );
         applied.outcomes.push(Outcome {
             seq: action.seq,
             outcome,
             why,
         });
+        progress.tick();
     }
+    let count = |k: OutcomeKind| applied.outcomes.iter().filter(|o| o.outcome == k).count();
+    tracing::info!(
+        applied = count(OutcomeKind::Applied),
+        skipped = count(OutcomeKind::Skipped),
+        failed = count(OutcomeKind::Failed),
+        ms = started.elapsed().as_millis() as u64,
+        "applied the plan"
+    );
     applied
 }
 

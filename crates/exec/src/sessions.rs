@@ -3,12 +3,14 @@
 //! (and held until the action is done, so no host opens the store in between), and the
 //! precondition is checked; then the action is dispatched by its kind.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use engine::housekeeping;
 use engine::records::Receipt;
 use fsroot::{LockGuard, TryLock, WritableRoot};
-use plan::{Action, ItemKind, PlannedAction};
+
+use plan::{Action, ActionKind, ItemKind, OutcomeKind, PlannedAction};
 use store::ids::OWNER_LOCK;
 
 use crate::act::Act;
@@ -18,12 +20,36 @@ use crate::{Extra, Refusal, Step, Target};
 #[derive(Debug)]
 pub struct SessionsTarget<'a> {
     root: &'a WritableRoot,
+    /// The `(action, path)` of every action an earlier run applied, with its run: read from the
+    /// receipts the first time a precondition fails.
+    applied_before: Option<HashMap<(ActionKind, String), String>>,
 }
 
 impl<'a> SessionsTarget<'a> {
     /// The target S, opened writable.
     pub fn new(root: &'a WritableRoot) -> SessionsTarget<'a> {
-        SessionsTarget { root }
+        SessionsTarget {
+            root,
+            applied_before: None,
+        }
+    }
+
+    /// The run that already applied `a`'s action on its path, per the receipts of S.
+    fn applied_by(&mut self, a: &PlannedAction) -> Option<&str> {
+        let root = self.root;
+        let seen = self.applied_before.get_or_insert_with(|| {
+            let bytes = root
+                .read_record(Path::new(store::ids::RECEIPTS_PATH))
+                .unwrap_or_default();
+            bytes
+                .split(|b| *b == b'\n')
+                .filter_map(|l| serde_json::from_slice::<Receipt>(l).ok())
+                .filter(|r| r.outcome == OutcomeKind::Applied)
+                .map(|r| ((r.action, r.path), r.run))
+                .collect()
+        });
+        seen.get(&(a.action.kind(), a.path.clone()))
+            .map(String::as_str)
     }
 }
 
@@ -38,7 +64,13 @@ impl Target for SessionsTarget<'_> {
             Some(store) => lock_store(self.root, store)?,
             None => None,
         };
-        check_precondition(self.root, a)?;
+        if let Err(refusal) = check_precondition(self.root, a) {
+            // A plan applied a second time: its end state is already there.
+            return Err(match self.applied_by(a) {
+                Some(run) => Refusal::Skip(format!("already applied (run {run})")),
+                None => refusal,
+            });
+        }
         Ok(owner)
     }
 

@@ -229,15 +229,33 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// The plan as `--plan-out` writes it and `--apply-plan` reads it.
+/// The plan as `--plan-out` writes it and `sessions apply` (`--apply-plan`) reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanFile {
+    /// What the file is: always [`PlanFile::KIND`], so that no other JSON (a report, a
+    /// manifest) is ever taken for a plan.
+    pub kind: String,
     /// Format version (1).
     pub schema_version: u64,
     /// The absolute sessions directory the plan was made for.
     pub sessions_dir: String,
     /// The plan.
     pub plan: Plan,
+}
+
+impl PlanFile {
+    /// The `kind` of a plan file.
+    pub const KIND: &'static str = "doctor-plan";
+
+    /// The plan file of `plan`, made for the sessions directory `sessions_dir`.
+    pub fn new(sessions_dir: String, plan: Plan) -> PlanFile {
+        PlanFile {
+            kind: PlanFile::KIND.to_owned(),
+            schema_version: 1,
+            sessions_dir,
+            plan,
+        }
+    }
 }
 
 /// The outcome of one applied action.

@@ -7,12 +7,16 @@ pub mod host;
 pub mod ids;
 pub mod inventory;
 pub mod model;
+pub mod progress;
 pub mod rebuild;
+pub mod recognize;
 pub mod recover;
 pub mod scan;
 pub mod time;
 pub mod title;
 
 pub use inventory::*;
-pub use scan::{digest_of, judge_document, judge_thread, read_external, scan, scan_with, External};
+pub use scan::{
+    digest_of, judge_document, judge_thread, read_external, scan, scan_watched, scan_with, External,
+};
 pub use time::{Clock, Timestamp};

@@ -148,6 +148,16 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
 /// [`Inventory::errors`] and the scan goes on without that entry.
 #[tracing::instrument(skip_all)]
 pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
+    scan_watched(root, ext, &crate::progress::ProgressSink::silent())
+}
+
+/// [`scan_with`], reporting each session directory and document scanned to `progress` (phase
+/// `scanning`).
+pub fn scan_watched(
+    root: &Root,
+    ext: &External,
+    progress: &crate::progress::ProgressSink,
+) -> fsroot::Result<Inventory> {
     let top = root.list(Path::new(""))?;
     let mut inv = Inventory {
         task_names: ext.task_names.clone(),
@@ -178,9 +188,14 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
         }
     }
 
+    progress.start("scanning", (dir_ids.len() + doc_ids.len()) as u64);
     let dirs: Vec<(SessionDir, Vec<Ignored>, Vec<Problem>)> = dir_ids
         .par_iter()
-        .map(|id| scan_session_dir(root, id, ext))
+        .map(|id| {
+            let dir = scan_session_dir(root, id, ext);
+            progress.tick();
+            dir
+        })
         .collect();
     for (dir, ign, errs) in dirs {
         inv.ignored.extend(ign);
@@ -201,7 +216,11 @@ pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
     let names = NameMatcher::new(&candidates);
     let docs: Vec<(Document, Option<Box<Extra>>)> = doc_ids
         .par_iter()
-        .map(|id| scan_document(root, id, &format!("{id}.json"), &names, &bindings))
+        .map(|id| {
+            let doc = scan_document(root, id, &format!("{id}.json"), &names, &bindings);
+            progress.tick();
+            doc
+        })
         .collect();
     inv.documents.reserve_exact(docs.len());
     for (doc, extra) in docs {

@@ -124,22 +124,12 @@ impl fmt::Display for Timestamp {
     }
 }
 
-/// Parses a duration such as `90s`, `30m`, `24h`, `14d` into seconds.
+/// Parses a duration into whole seconds: `90s`, `30m`, `24h`, `14d`, and the combined and long
+/// forms `humantime` reads (`1h30m`, `2w`, `36h`, `1day`, `1.5h`). A number without a unit, a
+/// negative one, and a duration past `i64` seconds are refused.
 pub fn parse_duration(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let unit = s.chars().last()?;
-    let n: i64 = s[..s.len() - unit.len_utf8()].parse().ok()?;
-    if n < 0 {
-        return None;
-    }
-    let mult = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    let d = humantime::parse_duration(s.trim()).ok()?;
+    i64::try_from(d.as_secs()).ok()
 }
 
 #[cfg(test)]
@@ -185,7 +175,12 @@ mod tests {
         assert_eq!(parse_duration("24h"), Some(86_400));
         assert_eq!(parse_duration("14d"), Some(14 * 86_400));
         assert_eq!(parse_duration("0s"), Some(0));
-        for bad in ["", "h", "10", "10w", "-5m", "1.5h"] {
+        assert_eq!(parse_duration("1h30m"), Some(5400));
+        assert_eq!(parse_duration("2w"), Some(14 * 86_400));
+        assert_eq!(parse_duration("36h"), Some(36 * 3600));
+        assert_eq!(parse_duration("1day"), Some(86_400));
+        assert_eq!(parse_duration("1.5h"), Some(5400));
+        for bad in ["", "h", "10", "-5m", "soon", "99999999999999999999d"] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
     }

@@ -11,7 +11,7 @@ mod shape;
 mod summary;
 
 pub use last_run::{LastRun, ReconcileSummary};
-pub use summary::{notice_line, Summary};
+pub use summary::{count, notice_line, Summary};
 
 pub use r1_unreadable_document::UnreadableDocument;
 pub use r2_unbound_empty_store::UnboundEmptyStore;

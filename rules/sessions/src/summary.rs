@@ -107,19 +107,60 @@ pub fn notice_line(s: &Summary) -> Option<String> {
     // crash (R3's `bind_thread`) are both re-linked.
     let relinked = s.threads_bound + s.threads_unbound;
     if relinked > 0 {
-        parts.push(format!("{relinked} threads re-linked"));
+        parts.push(format!(
+            "{} re-linked",
+            count(relinked, "thread", "threads")
+        ));
     }
     let set_aside = s.items_set_aside();
     if set_aside > 0 {
         let to = s.set_aside_path.as_deref().unwrap_or(".set-aside");
-        parts.push(format!("{set_aside} unused items set aside → {to}"));
+        parts.push(format!(
+            "{} set aside → {to}",
+            count(set_aside, "unused item", "unused items")
+        ));
     }
     (!parts.is_empty()).then(|| format!("Sessions repaired: {}", parts.join(", ")))
+}
+
+/// `n` and the noun in the number `n` takes: `1 thread`, `2 threads`, `0 threads`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_notice_line_counts_in_the_right_number() {
+        let one = Summary {
+            sessions_recovered: 1,
+            threads_unbound: 1,
+            documents_set_aside: 1,
+            set_aside_path: Some(".set-aside/r".into()),
+            ..Summary::default()
+        };
+        assert_eq!(
+            notice_line(&one).unwrap(),
+            "Sessions repaired: 1 recovered, 1 thread re-linked, 1 unused item set aside → .set-aside/r"
+        );
+        let two = Summary {
+            threads_bound: 1,
+            threads_unbound: 1,
+            stores_set_aside: 2,
+            ..Summary::default()
+        };
+        assert_eq!(
+            notice_line(&two).unwrap(),
+            "Sessions repaired: 2 threads re-linked, 2 unused items set aside → .set-aside"
+        );
+        assert_eq!(notice_line(&Summary::default()), None);
+    }
 
     #[test]
     fn merging_adds_every_count_and_keeps_flags_and_errors() {

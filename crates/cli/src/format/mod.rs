@@ -23,6 +23,20 @@ pub enum OutputFormat {
     Junit,
 }
 
+impl OutputFormat {
+    /// The name `--output-format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
+            OutputFormat::JsonLines => "json-lines",
+            OutputFormat::Github => "github",
+            OutputFormat::Markdown => "markdown",
+            OutputFormat::Junit => "junit",
+        }
+    }
+}
+
 /// An item a run left on purpose (a rule's skip, an item kept), as a machine format shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptItem {

@@ -67,7 +67,7 @@ fn dry_run_then_repair_then_check() {
     assert_eq!(real.exit_code(), 0, "stderr: {}", real.stderr);
     let stdout = real.stdout;
     assert!(
-        stdout.contains("Sessions repaired: 2 recovered, 1 threads re-linked, 4 unused items set aside → .set-aside/"),
+        stdout.contains("Sessions repaired: 2 recovered, 1 thread re-linked, 4 unused items set aside → .set-aside/"),
         "{stdout}"
     );
 

@@ -280,7 +280,7 @@ fn scenario(i: usize, t: &mut Tally, chattr_works: bool) {
         _ => {
             let (tmp, s) = rich();
             let r = doctor::apply_plan_file(&tmp.path().join("no-such-plan.json"), clock());
-            assert!(matches!(r, Err(Error::Fs(_))), "{r:?}");
+            assert!(matches!(r, Err(Error::BadPlan(_))), "{r:?}");
             t.report(r);
             let garbage = tmp.path().join("garbage.json");
             std::fs::write(&garbage, b"{\"schema_version\": 1, \"plan\": ").unwrap();

@@ -55,6 +55,8 @@ struct Case {
     /// R4 unbinds): the second plan is not empty, a second real run applies it, and a third
     /// dry run must find nothing.
     second_run_acts: bool,
+    /// `--allow-mass-set-aside`: R1 may set aside more than half of the documents.
+    allow_mass_set_aside: bool,
 }
 
 /// A case, set up: its `case.json`, S, its `$CODEWHALE_HOME`, the symlink to S outside S, what
@@ -291,6 +293,10 @@ impl Pack for Sessions {
         opts.dry_run = dry_run;
         opts.codewhale_home = Some(self.home.clone());
         opts.clock = clock;
+        // A fixture holds what its rules need, not every mark of a real store; the recognition
+        // guard has tests of its own (`bad_input`).
+        opts.assume_session_store = true;
+        opts.allow_mass_set_aside = self.case.allow_mass_set_aside;
         if let Some(n) = self.case.max_actions {
             opts.max_actions = n;
         }

@@ -174,6 +174,9 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
     std::fs::create_dir(&s).unwrap();
+    // The lease directory a store the app has run in holds: the doctor's first runs may come
+    // before the host's first document, and S must still look like a session store.
+    std::fs::create_dir(s.join(".late-usage")).unwrap();
     let journal = tmp.path().join("journal.jsonl");
 
     let start = Instant::now();
@@ -433,6 +436,8 @@ fn host_sim_journals_what_it_holds_and_saves() {
 fn plan_before_the_document(s: &Path, plan: &Path) -> doctor::RepairReport {
     stores::store_with_thread(s, "x/runtime", "th-x", Some("x"), 1);
     let mut opts = doctor::RepairOptions::new(s);
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+    opts.assume_session_store = true;
     opts.dry_run = true;
     let dry = doctor::repair_sessions(&opts).unwrap();
     std::fs::write(plan, doctor::plan_file_bytes(&dry)).unwrap();
@@ -484,6 +489,8 @@ fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let store = s.join("x/runtime");
     stores::empty_store(&s, "x/runtime");
     let mut opts = doctor::RepairOptions::new(&s);
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+    opts.assume_session_store = true;
     opts.dry_run = true;
     let dry = doctor::repair_sessions(&opts).unwrap();
     assert_eq!(dry.plan.actions.len(), 1);

@@ -95,6 +95,8 @@ fn listing(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 fn repair(s: &Path) -> doctor::RepairReport {
     let mut opts = RepairOptions::new(s);
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+    opts.assume_session_store = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     doctor::repair_sessions(&opts).expect("repair runs")
 }
@@ -154,6 +156,8 @@ fn a_lease_taken_after_planning_stops_the_action() {
     write(s, "y.json", "not json");
     let opts = {
         let mut o = RepairOptions::new(s);
+        // A store of runtime stores only, as the test needs: no mark of a session store.
+        o.assume_session_store = true;
         o.dry_run = true;
         o.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
         o
@@ -306,6 +310,10 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     let _host = hold(&[&s.join("h/runtime/runtime-process.owner.lock")]);
 
     let mut opts = RepairOptions::new(s);
+
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+
+    opts.assume_session_store = true;
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     let dry = doctor::repair_sessions(&opts).unwrap();
@@ -352,6 +360,8 @@ fn an_interrupted_write_inside_a_free_store_is_removed() {
     let temp = "f/runtime/threads/.th-f.json.doctor-tmp-4242-1";
     write(s, temp, "half a record");
     let mut opts = RepairOptions::new(s);
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+    opts.assume_session_store = true;
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     let dry = doctor::repair_sessions(&opts).unwrap();
@@ -373,6 +383,8 @@ fn an_unbind_whose_session_came_back_live_after_planning_is_skipped() {
     let s = tmp.path();
     stores::store_with_thread(s, "host/runtime", "th1", Some("gamma"), 1);
     let mut opts = RepairOptions::new(s);
+    // A store of runtime stores only, as the test needs: no mark of a session store.
+    opts.assume_session_store = true;
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     let dry = doctor::repair_sessions(&opts).unwrap();

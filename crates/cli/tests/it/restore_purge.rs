@@ -310,7 +310,7 @@ fn apply_plan_refuses_actions_no_sessions_rule_plans() {
         };
         let rule = if action == "purge" { "purge" } else { "R1" };
         let plan = format!(
-            r#"{{"schema_version":1,"sessions_dir":{:?},"plan":{{"actions":[{{"seq":1,"rule":"{rule}","rule_name":"x","action":"{action}","path":"{path}"{extra},"reason":"r","precondition":{{"bytes":{bytes},"sha256":"{digest}"}}}}],"deferred":0}}}}"#,
+            r#"{{"kind":"doctor-plan","schema_version":1,"sessions_dir":{:?},"plan":{{"actions":[{{"seq":1,"rule":"{rule}","rule_name":"x","action":"{action}","path":"{path}"{extra},"reason":"r","precondition":{{"bytes":{bytes},"sha256":"{digest}"}}}}],"deferred":0}}}}"#,
             s.to_string_lossy()
         );
         std::fs::write(&plan_file, plan).unwrap();

@@ -852,12 +852,13 @@ fn apply_plan_applies_exactly_the_planned_actions() {
         }
     }
 
-    // Applying the same plan again finds nothing it expects: every action is skipped.
+    // Applying the same plan again finds its end state already there: every action is
+    // skipped, saying which run applied it.
     let again = store.apply_plan();
     assert_valid("repair-output", &again);
     for o in again["outcomes"].as_array().unwrap() {
         assert_eq!(o["outcome"], "skipped", "{o}");
-        assert_eq!(o["why"], "changed since planned");
+        assert_eq!(o["why"], format!("already applied (run {run})"));
     }
     for r in store.receipts() {
         assert_valid("receipt-line", &r);

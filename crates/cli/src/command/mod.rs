@@ -1,0 +1,257 @@
+//! The `doctor` command line (cli.md): the commands and their flag forms ([`args`]), logging
+//! (tracing, to stderr, `-q`/`-v`), progress, colour, the output formats, and the exit codes.
+//! The binary's `main` only calls [`main`].
+
+pub mod args;
+mod print;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use store::{Clock, Timestamp};
+
+use crate::format::OutputFormat;
+use crate::{Error, RepairOptions};
+use args::{Cli, Invocation};
+use print::Printer;
+
+pub use args::cli;
+
+/// Runs the `doctor` command line: parses the arguments, runs the command, and gives the exit
+/// code of cli.md.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let invocation = match cli.invocation() {
+        Ok(i) => i,
+        Err(e) => e.exit(),
+    };
+    let format = match (cli.global.json, cli.global.output_format) {
+        (true, _) => OutputFormat::Json,
+        (false, f) => f.unwrap_or_default(),
+    };
+    init_tracing(cli.global.verbose);
+    let printer = Printer::new(format, &cli.global);
+    match run(&invocation, &printer) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            printer.error(&e.to_string());
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+// The edge: the environment is read here (clippy.toml).
+#[allow(clippy::disallowed_methods)]
+fn clock() -> Result<Clock, String> {
+    match std::env::var("DOCTOR_NOW") {
+        Ok(v) if !v.is_empty() => Timestamp::parse(&v)
+            .map(Clock::Fixed)
+            .ok_or_else(|| format!("DOCTOR_NOW={v:?} is not an RFC 3339 time")),
+        _ => Ok(Clock::System),
+    }
+}
+
+/// Logs on stderr: `DOCTOR_LOG`, else `RUST_LOG`, else the level `-v` asks for (`warn` by
+/// default; `-v` the phases, `-vv` each action, `-vvv` everything).
+#[allow(clippy::disallowed_methods)]
+fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = std::env::var("DOCTOR_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| level.into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// The sessions directory a command works on: `--sessions-dir`, else the default.
+fn sessions_dir(dir: &Option<PathBuf>) -> Result<PathBuf, Error> {
+    match dir {
+        Some(d) => Ok(d.clone()),
+        None => crate::default_sessions_dir().ok_or_else(|| {
+            Error::BadEnvironment("no --sessions-dir and no HOME to find the default".into())
+        }),
+    }
+}
+
+fn options(dir: &Option<PathBuf>, clock: Clock) -> Result<RepairOptions, Error> {
+    let mut opts = RepairOptions::new(sessions_dir(dir)?);
+    opts.clock = clock;
+    Ok(opts)
+}
+
+fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
+    if let Invocation::Completions { shell } = invocation {
+        let mut cmd = cli();
+        let mut out = Vec::new();
+        clap_complete::generate(*shell, &mut cmd, "doctor", &mut out);
+        printer.raw(&out);
+        return Ok(0);
+    }
+    if let Invocation::Rule { code } = invocation {
+        return Ok(printer.rule(code.as_deref()));
+    }
+    let clock = clock().map_err(Error::BadEnvironment)?;
+    match invocation {
+        Invocation::Status { dir } => {
+            printer.only_text_or_json("status")?;
+            let opts = options(dir, clock)?;
+            let status = printer.progress("scanning", |p| {
+                let mut opts = opts.clone();
+                opts.progress = p.clone();
+                crate::status(&opts)
+            })?;
+            printer.report(&status, &status.render_human(), None);
+            Ok(0)
+        }
+        Invocation::Repair(r) => {
+            let mut opts = options(&r.dir, clock)?;
+            opts.dry_run = r.dry_run;
+            opts.max_actions = r.max_actions;
+            opts.artifact_idle_secs = r.artifact_idle;
+            opts.select.clone_from(&r.select);
+            opts.ignore.clone_from(&r.ignore);
+            opts.assume_session_store = r.assume_session_store;
+            opts.allow_mass_set_aside = r.allow_mass_set_aside;
+            let report = match printer.progress("repairing sessions", |p| {
+                opts.progress = p.clone();
+                crate::repair_sessions(&opts)
+            }) {
+                Err(Error::Busy(lock)) if printer.format() == OutputFormat::Json => {
+                    // `--json` still prints one document: nothing done, skipped_concurrent.
+                    printer.json(&crate::RepairReport::busy(&opts.sessions_dir, clock.now()));
+                    return Err(Error::Busy(lock));
+                }
+                other => other?,
+            };
+            let mut report = report;
+            let mut plan_to_stdout = false;
+            if let Some(path) = &r.plan_out {
+                let bytes = crate::plan_file_bytes(&report);
+                if path == Path::new("-") {
+                    printer.raw(&bytes);
+                    plan_to_stdout = true;
+                } else if let Err(e) = fsroot::write_standalone_file(path, &bytes) {
+                    // After a real run the actions are applied whatever happens here: a plan
+                    // file that cannot be written is reported with the rest, never instead.
+                    if report.dry_run {
+                        return Err(e.into());
+                    }
+                    report.summary.errors.push(
+                        engine::Problem::from(&e)
+                            .context(&format!("cannot write the plan file {}", path.display())),
+                    );
+                    report.late_failure = true;
+                }
+            }
+            let printer = if plan_to_stdout {
+                printer.to_stderr()
+            } else {
+                printer.clone()
+            };
+            printer.repair(&report);
+            if r.check && (!report.plan.actions.is_empty() || report.plan.deferred > 0) {
+                return Ok(3);
+            }
+            Ok(exit_of(&report))
+        }
+        Invocation::Apply { file } => {
+            let (bytes, from) = if file == Path::new("-") {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| Error::BadPlan(format!("cannot read the plan from stdin: {e}")))?;
+                (bytes, "from stdin".to_owned())
+            } else {
+                (crate::read_plan_file(file)?, file.display().to_string())
+            };
+            let report = printer.progress("applying the plan", |p| {
+                crate::apply_plan_bytes(&bytes, &from, clock, p)
+            })?;
+            printer.repair(&report);
+            Ok(exit_of(&report))
+        }
+        Invocation::List { .. } => Err(Error::BadPlan(
+            "sessions list is not available in this build".into(),
+        )),
+        Invocation::Restore {
+            dir,
+            run,
+            items,
+            dry_run,
+        } => {
+            let mut opts = options(dir, clock)?;
+            opts.dry_run = *dry_run;
+            let report = printer.progress("restoring", |p| {
+                opts.progress = p.clone();
+                crate::restore(&opts, run, items)
+            })?;
+            printer.admin(&report);
+            Ok(admin_exit(&report))
+        }
+        Invocation::Purge {
+            dir,
+            older_than,
+            force,
+            dry_run,
+        } => {
+            let mut opts = options(dir, clock)?;
+            opts.dry_run = *dry_run;
+            let report = printer.progress("purging set-aside runs", |p| {
+                opts.progress = p.clone();
+                crate::purge(&opts, *older_than, *force)
+            })?;
+            printer.admin(&report);
+            Ok(admin_exit(&report))
+        }
+        Invocation::Sweep(s) => {
+            let mut opts = crate::sweep::SweepOptions::new();
+            opts.clock = clock;
+            opts.roots.clone_from(&s.roots);
+            opts.dry_run = s.dry_run;
+            opts.max_actions = s.max_actions;
+            opts.min_age_secs = s.min_age;
+            opts.select.clone_from(&s.select);
+            opts.ignore.clone_from(&s.ignore);
+            let report = printer.progress("sweeping build directories", |p| {
+                opts.progress = p.clone();
+                crate::sweep::sweep_build_dirs(&opts)
+            })?;
+            printer.sweep(&report);
+            if s.check && (!report.plan.actions.is_empty() || report.plan.deferred > 0) {
+                return Ok(3);
+            }
+            Ok(u8::from(report.failed()))
+        }
+        Invocation::Rule { .. } | Invocation::Completions { .. } => Ok(0),
+    }
+}
+
+/// 1 when an action failed (it was tried and could not be done), something failed after the
+/// actions were applied (the report is printed all the same), or a guard held a rule back; 0
+/// otherwise. Scan errors alone do not fail a run: it went on with what it could do safely,
+/// and they are reported.
+fn exit_of(report: &crate::RepairReport) -> u8 {
+    let failed = report
+        .outcomes
+        .iter()
+        .any(|o| o.outcome == plan::OutcomeKind::Failed);
+    u8::from(failed || report.late_failure || report.mass_set_aside_refused)
+}
+
+/// 1 when a restore or purge action failed or a receipt could not be written.
+fn admin_exit(report: &crate::AdminReport) -> u8 {
+    let failed = report
+        .outcomes
+        .iter()
+        .any(|o| o.outcome == plan::OutcomeKind::Failed);
+    u8::from(failed || report.records_failed)
+}

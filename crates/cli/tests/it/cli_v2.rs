@@ -1,0 +1,453 @@
+//! The command line of cli.md, Version 2, through the real binary on the demo store: the
+//! commands and their hidden flag forms giving the same outputs, the guards (not a session
+//! store, mass set-aside) moving nothing, `--check` failing on deferred work, plans through
+//! pipes and what is refused as a plan, `--select`/`--ignore`, the directory a real run names,
+//! `doctor rule`, completions, `--help`, `-q`, colour, and a plan applied twice.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::common::{demo_with_old_artifacts, tree, Doctor, Ran};
+
+const NOW: &str = "2026-11-29T12:00:00Z";
+
+fn doctor(args: &[&str]) -> Ran {
+    Doctor::new().args(args).now(NOW).run()
+}
+
+fn s_arg(s: &Path) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+/// `text` with every run id (`YYYYMMDDTHHMMSSZ-xxxxxx`) blanked: what differs from run to run.
+fn blank_runs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let id = text.get(i..i + 23).is_some_and(store::ids::RunId::is_valid);
+        if id {
+            out.push_str("[RUN]");
+            i += 23;
+        } else {
+            let c = text[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// A report with its run ids blanked.
+fn steady(v: Value) -> Value {
+    serde_json::from_str(&blank_runs(&v.to_string())).unwrap()
+}
+
+#[test]
+fn each_flag_form_prints_what_its_command_prints() {
+    let (_a, s1) = demo_with_old_artifacts();
+    let (_b, s2) = demo_with_old_artifacts();
+    let pairs: &[(&[&str], &[&str])] = &[
+        (&["--json"], &["status", "--json"]),
+        (
+            &["--repair-sessions", "--dry-run", "--json"],
+            &["sessions", "repair", "--dry-run", "--json"],
+        ),
+        (
+            &["--repair-sessions", "--dry-run"],
+            &["sessions", "repair", "--dry-run"],
+        ),
+    ];
+    for (old, new) in pairs {
+        let with_dir = |args: &[&str], s: &Path| -> Vec<String> {
+            let mut v: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            let at = if v[0].starts_with("--") { 1 } else { v.len() };
+            v.insert(at.min(v.len()), "--sessions-dir".into());
+            v.insert((at + 1).min(v.len()), s_arg(s));
+            v
+        };
+        let a = Doctor::new().args(with_dir(old, &s1)).now(NOW).run();
+        let b = Doctor::new().args(with_dir(new, &s1)).now(NOW).run();
+        assert_eq!(a.code, b.code, "{old:?} vs {new:?}");
+        if a.stdout.trim_start().starts_with('{') {
+            assert_eq!(
+                steady(serde_json::from_str(&a.stdout).unwrap()),
+                steady(serde_json::from_str(&b.stdout).unwrap()),
+                "{old:?} vs {new:?}"
+            );
+        } else {
+            assert_eq!(
+                blank_runs(&a.stdout),
+                blank_runs(&b.stdout),
+                "{old:?} vs {new:?}"
+            );
+        }
+    }
+    // A real run of each form on its own copy: the same report and the same tree.
+    let a = doctor(&["--repair-sessions", "--sessions-dir", &s_arg(&s1), "--json"]);
+    let b = doctor(&[
+        "sessions",
+        "repair",
+        "--sessions-dir",
+        &s_arg(&s2),
+        "--json",
+    ]);
+    assert_eq!(a.code, Some(0), "{}", a.said());
+    let (ja, jb): (Value, Value) = (
+        steady(serde_json::from_str(&a.stdout).unwrap()),
+        steady(serde_json::from_str(&b.stdout).unwrap()),
+    );
+    assert_eq!(
+        ja["plan"], jb["plan"],
+        "the same plan, whichever form ran it"
+    );
+    assert_eq!(ja["outcomes"], jb["outcomes"]);
+    assert_eq!(ja["summary"], jb["summary"]);
+}
+
+#[test]
+fn a_directory_that_is_not_a_session_store_is_refused_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join(".codewhale");
+    std::fs::create_dir_all(home.join("sessions/checkpoints")).unwrap();
+    std::fs::create_dir_all(home.join("tasks/runtime/threads")).unwrap();
+    std::fs::write(home.join("config.json"), b"{\"model\": \"whale\"}").unwrap();
+    std::fs::write(home.join("auth.json"), b"{\"token\": \"x\"}").unwrap();
+    let before = tree(&home);
+    for args in [
+        &["--repair-sessions"][..],
+        &["--repair-sessions", "--dry-run"],
+        &["sessions", "repair"],
+    ] {
+        let mut argv: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        argv.extend(["--sessions-dir".into(), s_arg(&home)]);
+        let out = Doctor::new().args(&argv).now(NOW).run();
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.said());
+        assert!(
+            out.stderr.contains("does not look like a session store"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("did you mean {}", home.join("sessions").display())),
+            "the sessions/ inside is suggested: {}",
+            out.stderr
+        );
+        assert_eq!(
+            tree(&home),
+            before,
+            "{args:?} wrote into a directory it refused"
+        );
+    }
+    // Who means it says so.
+    let out = doctor(&[
+        "sessions",
+        "repair",
+        "--dry-run",
+        "--assume-session-store",
+        "--sessions-dir",
+        &s_arg(&home),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.said());
+}
+
+#[test]
+fn r1_setting_aside_most_documents_is_held_back_dry_and_real() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::common::copy_tree(
+        &crate::common::fixtures_dir().join("sessions/r1_missing_fields/store"),
+        &s,
+    );
+    let before = tree(&s);
+    for dry in [true, false] {
+        let mut args = vec!["sessions", "repair", "--json", "--assume-session-store"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let s_str = s_arg(&s);
+        args.extend(["--sessions-dir", &s_str]);
+        let out = doctor(&args);
+        assert_eq!(out.code, Some(1), "{}", out.said());
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert!(
+            report["summary"]["errors"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("R1 would set aside 10 of 11 documents"),
+            "{report:#}"
+        );
+        assert_eq!(report["plan"]["actions"], serde_json::json!([]));
+    }
+    let after = tree(&s);
+    let moved: Vec<_> = before.keys().filter(|p| !after.contains_key(*p)).collect();
+    assert!(moved.is_empty(), "nothing is moved: {moved:?}");
+    let out = doctor(&[
+        "sessions",
+        "repair",
+        "--assume-session-store",
+        "--allow-mass-set-aside",
+        "--sessions-dir",
+        &s_arg(&s),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    assert!(
+        !s.join("no-title.json").exists(),
+        "allowed, R1 sets them aside"
+    );
+}
+
+#[test]
+fn check_fails_on_deferred_work_too() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    for args in [
+        &["sessions", "repair", "--check", "--max-actions", "0"][..],
+        &["--repair-sessions", "--check", "--max-actions", "0"],
+    ] {
+        let mut argv: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        argv.extend(["--sessions-dir".into(), s_arg(&s)]);
+        let out = Doctor::new().args(&argv).now(NOW).run();
+        assert_eq!(out.code, Some(3), "{args:?}: {}", out.said());
+        assert!(out.stdout.contains("deferred"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn a_plan_goes_through_a_pipe_and_nothing_else_is_taken_for_one() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let plan = doctor(&[
+        "sessions",
+        "repair",
+        "--dry-run",
+        "--plan-out",
+        "-",
+        "--sessions-dir",
+        &s_arg(&s),
+    ]);
+    assert_eq!(plan.code, Some(0), "{}", plan.said());
+    let file: Value = serde_json::from_str(&plan.stdout).expect("stdout is the plan alone");
+    assert_eq!(file["kind"], "doctor-plan");
+    assert!(
+        plan.stderr.contains("would set aside"),
+        "the report goes to stderr: {}",
+        plan.stderr
+    );
+    let mut apply = Doctor::new()
+        .args(["sessions", "apply", "-"])
+        .now(NOW)
+        .command();
+    let mut child = apply
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(plan.stdout.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("sessions directory: {}\n", s.display())),
+        "a real run names the directory it changes first: {stdout}"
+    );
+
+    // Applied a second time, every action finds its end state already there.
+    let plan_file = s.parent().unwrap().join("plan.json");
+    std::fs::write(&plan_file, &plan.stdout).unwrap();
+    let again = doctor(&["sessions", "apply", &s_arg(&plan_file), "--json"]);
+    let report: Value = serde_json::from_str(&again.stdout).unwrap();
+    let outcomes = report["outcomes"].as_array().unwrap();
+    assert!(!outcomes.is_empty());
+    for o in outcomes {
+        assert_eq!(o["outcome"], "skipped", "{o}");
+        assert!(
+            o["why"]
+                .as_str()
+                .unwrap()
+                .starts_with("already applied (run "),
+            "{o}"
+        );
+    }
+
+    // A report, a manifest line, a missing file: refused, exit 2, saying what it is.
+    let report_file = s.parent().unwrap().join("report.json");
+    std::fs::write(&report_file, &again.stdout).unwrap();
+    let refused = doctor(&["sessions", "apply", &s_arg(&report_file)]);
+    assert_eq!(refused.code, Some(2), "{}", refused.said());
+    assert!(
+        refused
+            .stderr
+            .contains("looks like the JSON report of a run"),
+        "{}",
+        refused.stderr
+    );
+    let missing = doctor(&["--apply-plan", "/nonexistent/plan.json"]);
+    assert_eq!(missing.code, Some(2), "{}", missing.said());
+}
+
+#[test]
+fn select_and_ignore_choose_the_rules_that_run() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let rules_of = |args: &[&str]| -> Vec<String> {
+        let mut argv: Vec<String> = ["sessions", "repair", "--dry-run", "--json"]
+            .iter()
+            .chain(args)
+            .map(|a| (*a).to_owned())
+            .collect();
+        argv.extend(["--sessions-dir".into(), s_arg(&s)]);
+        let out = Doctor::new().args(&argv).now(NOW).run();
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.said());
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let mut rules: Vec<String> = v["plan"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["rule"].as_str().unwrap().to_owned())
+            .filter(|r| r != "doctor")
+            .collect();
+        rules.dedup();
+        rules
+    };
+    let all = rules_of(&[]);
+    assert!(
+        all.contains(&"R1".to_owned()) && all.contains(&"R5".to_owned()),
+        "{all:?}"
+    );
+    assert_eq!(rules_of(&["--select", "R1"]), ["R1"]);
+    assert!(!rules_of(&["--ignore", "R1,R5"])
+        .iter()
+        .any(|r| r == "R1" || r == "R5"));
+    let bad = doctor(&[
+        "sessions",
+        "repair",
+        "--select",
+        "R9",
+        "--sessions-dir",
+        &s_arg(&s),
+    ]);
+    assert_eq!(bad.code, Some(2), "{}", bad.said());
+    assert!(bad.stderr.contains("R9"), "{}", bad.stderr);
+}
+
+#[test]
+fn rule_help_completions_quiet_and_colour() {
+    let table = doctor(&["rule"]);
+    assert_eq!(table.code, Some(0));
+    for code in ["R1", "R2", "R3", "R4", "R5", "B1"] {
+        assert!(table.stdout.contains(code), "{}", table.stdout);
+    }
+    let page = doctor(&["rule", "r3"]);
+    let expected = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/rules/R3.md"),
+    )
+    .unwrap();
+    assert_eq!(page.stdout, expected, "the page docs/rules/R3.md holds");
+    assert_eq!(doctor(&["rule", "R9"]).code, Some(2));
+
+    let help = doctor(&["--help"]);
+    for part in [
+        "Exit codes:",
+        "Environment:",
+        "Examples:",
+        "sessions",
+        "build-dirs",
+    ] {
+        assert!(help.stdout.contains(part), "{part}: {}", help.stdout);
+    }
+    assert!(
+        !help.stdout.contains("--repair-sessions"),
+        "the flag forms are hidden"
+    );
+    let sub = doctor(&["sessions", "repair", "--help"]);
+    assert!(sub.stdout.contains("Example:"), "{}", sub.stdout);
+
+    let bash = doctor(&["completions", "bash"]);
+    assert_eq!(bash.code, Some(0));
+    assert!(bash.stdout.contains("_doctor()"), "{}", bash.stdout);
+
+    let (_tmp, s) = demo_with_old_artifacts();
+    let quiet = doctor(&["sessions", "repair", "-q", "--sessions-dir", &s_arg(&s)]);
+    assert_eq!(quiet.code, Some(0), "{}", quiet.said());
+    let lines: Vec<&str> = quiet.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "only the notice line: {}", quiet.stdout);
+    assert!(
+        lines[0].starts_with("Sessions repaired: "),
+        "{}",
+        quiet.stdout
+    );
+
+    let (_tmp2, s2) = demo_with_old_artifacts();
+    let dry = ["sessions", "repair", "--dry-run", "--sessions-dir"];
+    let plain = Doctor::new()
+        .args(dry)
+        .arg(&s2)
+        .now(NOW)
+        .env("NO_COLOR", "1")
+        .env("CLICOLOR_FORCE", "1")
+        .run();
+    assert!(
+        !plain.stdout.contains('\x1b'),
+        "NO_COLOR wins: {}",
+        plain.stdout
+    );
+    let forced = Doctor::new()
+        .args(dry)
+        .arg(&s2)
+        .now(NOW)
+        .env("CLICOLOR_FORCE", "1")
+        .run();
+    assert!(
+        forced.stdout.contains("\x1b[33mwould "),
+        "{}",
+        forced.stdout
+    );
+    let always = Doctor::new()
+        .args(dry)
+        .arg(&s2)
+        .args(["--color", "always"])
+        .now(NOW)
+        .env("NO_COLOR", "1")
+        .run();
+    assert!(
+        always.stdout.contains('\x1b'),
+        "--color always: {}",
+        always.stdout
+    );
+    let never = Doctor::new()
+        .args(dry)
+        .arg(&s2)
+        .arg("--color=never")
+        .now(NOW)
+        .run();
+    assert!(!never.stdout.contains('\x1b'));
+}
+
+#[test]
+fn durations_read_combined_and_long_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = doctor(&[
+        "build-dirs",
+        "sweep",
+        "--dry-run",
+        "--root",
+        &s_arg(tmp.path()),
+        "--min-age",
+        "1h30m",
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    let bad = doctor(&["build-dirs", "sweep", "--min-age", "soon"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(
+        bad.stderr.contains("1h30m"),
+        "the message shows the forms: {}",
+        bad.stderr
+    );
+}
