@@ -12,6 +12,8 @@ use sessions::LastRun;
 use sessions::{count, notice_line, Summary};
 use store::ids::RunId;
 
+use crate::format::{self, KeptItem, View};
+
 /// The JSON document of `--repair-sessions` and `--apply-plan`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RepairReport {
@@ -40,6 +42,9 @@ pub struct RepairReport {
     pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
+    /// Whether the report is of a saved plan applied (`sessions apply`), not of a repair.
+    #[serde(skip)]
+    from_plan_file: bool,
     /// A failure beside or after the actions (a receipt, `last.json` or the plan file that
     /// could not be written): the report of what was done is still printed, its message is in
     /// `summary.errors`, and the run exits 1.
@@ -79,6 +84,7 @@ impl RepairReport {
             ignored_why: planned.ignored_why,
             late_failure: false,
             mass_set_aside_refused: false,
+            from_plan_file: false,
             plan: planned.plan,
         }
     }
@@ -104,6 +110,7 @@ impl RepairReport {
             ignored_why: planned.ignored_why,
             late_failure: applied.records_failed,
             mass_set_aside_refused: false,
+            from_plan_file: false,
             plan: planned.plan,
         }
     }
@@ -129,6 +136,7 @@ impl RepairReport {
             ignored_why: Vec::new(),
             late_failure: false,
             mass_set_aside_refused: false,
+            from_plan_file: false,
         }
     }
 
@@ -150,6 +158,7 @@ impl RepairReport {
             ignored_why: Vec::new(),
             late_failure: applied.records_failed,
             mass_set_aside_refused: false,
+            from_plan_file: true,
             plan: file.plan,
         }
     }
@@ -180,23 +189,7 @@ impl RepairReport {
             let _ = writeln!(s, "error: {e}");
         }
         let sm = &self.summary;
-        if self.dry_run {
-            let _ = writeln!(
-                s,
-                "{} action{} planned{}; nothing was written",
-                self.plan.actions.len(),
-                if self.plan.actions.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                if self.plan.deferred > 0 {
-                    format!(", {} deferred", self.plan.deferred)
-                } else {
-                    String::new()
-                }
-            );
-        } else if let Some(line) = notice_line(sm) {
+        if let Some(line) = self.closing_line() {
             let _ = writeln!(s, "{line}");
         }
         let mut kept = Vec::new();
@@ -226,6 +219,76 @@ impl RepairReport {
             let _ = writeln!(s, "{}", kept.join("; "));
         }
         s
+    }
+
+    /// The line the human form closes its actions with: for a dry run, how many actions were
+    /// planned (and deferred) and that nothing was written; for a real run, the notice line, or
+    /// `None` when nothing changed.
+    fn closing_line(&self) -> Option<String> {
+        if !self.dry_run {
+            return notice_line(&self.summary);
+        }
+        let n = self.plan.actions.len();
+        Some(format!(
+            "{n} action{} planned{}; nothing was written",
+            if n == 1 { "" } else { "s" },
+            if self.plan.deferred > 0 {
+                format!(", {} deferred", self.plan.deferred)
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
+
+impl View for RepairReport {
+    fn command(&self) -> &'static str {
+        if self.from_plan_file {
+            "sessions apply"
+        } else {
+            "sessions repair"
+        }
+    }
+
+    fn targets(&self) -> Vec<String> {
+        vec![self.sessions_dir.clone()]
+    }
+
+    fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    fn kept(&self) -> Vec<KeptItem> {
+        self.skipped.iter().map(KeptItem::from).collect()
+    }
+
+    fn rules(&self) -> Vec<(String, String)> {
+        format::rules_seen(format::registry(sessions::RULES), &self.plan, &self.kept())
+    }
+
+    fn summary_line(&self) -> String {
+        self.closing_line()
+            .unwrap_or_else(|| format::NOTHING_CHANGED.to_owned())
+    }
+
+    fn errors(&self) -> Vec<String> {
+        self.summary
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn summary_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.summary).expect("the summary serializes")
     }
 }
 
@@ -286,8 +349,8 @@ impl StatusReport {
         );
         match &self.last {
             Some(l) => {
-                let line =
-                    notice_line(&l.summary_or_app()).unwrap_or_else(|| "nothing changed".into());
+                let line = notice_line(&l.summary_or_app())
+                    .unwrap_or_else(|| format::NOTHING_CHANGED.into());
                 let when = l.when().unwrap_or("an unknown time");
                 match &l.run {
                     Some(run) => {
@@ -438,21 +501,84 @@ impl AdminReport {
         for e in &self.summary.errors {
             let _ = writeln!(s, "error: {e}");
         }
+        let _ = writeln!(s, "{}", self.counts_line());
+        s
+    }
+
+    /// The line the human form ends with: the counts, in the future tense for a dry run.
+    fn counts_line(&self) -> String {
         let sm = &self.summary;
         let tense = if self.dry_run { "would be " } else { "" };
-        let _ = match self.command {
-            crate::AdminCommand::Restore => writeln!(
-                s,
+        match self.command {
+            crate::AdminCommand::Restore => format!(
                 "items {tense}restored: {}; recovered documents {tense}set aside: {}; skipped: {}",
                 sm.items_restored, sm.documents_set_aside, sm.items_skipped
             ),
-            crate::AdminCommand::Purge => writeln!(
-                s,
+            crate::AdminCommand::Purge => format!(
                 "set-aside runs {tense}purged: {}; bytes {tense}freed: {}; skipped: {}",
                 sm.runs_purged, sm.bytes_freed, sm.items_skipped
             ),
+        }
+    }
+}
+
+impl View for AdminReport {
+    fn command(&self) -> &'static str {
+        match self.command {
+            crate::AdminCommand::Restore => "sessions restore",
+            crate::AdminCommand::Purge => "sessions purge",
+        }
+    }
+
+    fn targets(&self) -> Vec<String> {
+        vec![self.sessions_dir.clone()]
+    }
+
+    fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    fn kept(&self) -> Vec<KeptItem> {
+        self.skipped.iter().map(KeptItem::from).collect()
+    }
+
+    /// A restore puts back items of every rule of the sessions pack, each action carrying the
+    /// code of the rule that set it aside; a purge's actions all carry
+    /// [`engine::admin::PURGE_RULE`].
+    fn rules(&self) -> Vec<(String, String)> {
+        let pack = match self.command {
+            crate::AdminCommand::Restore => format::registry(sessions::RULES),
+            crate::AdminCommand::Purge => vec![(
+                engine::admin::PURGE_RULE.to_owned(),
+                engine::admin::PURGE_RULE_NAME.to_owned(),
+            )],
         };
-        s
+        format::rules_seen(pack, &self.plan, &self.kept())
+    }
+
+    /// The counts line the human form ends with: a restore or purge has no notice line.
+    fn summary_line(&self) -> String {
+        self.counts_line()
+    }
+
+    fn errors(&self) -> Vec<String> {
+        self.summary
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn summary_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.summary).expect("the summary serializes")
     }
 }
 

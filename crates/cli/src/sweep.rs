@@ -16,6 +16,7 @@ use serde::Serialize;
 use store::ids::RunId;
 use store::Clock;
 
+use crate::format::{self, KeptItem, View};
 use crate::Error;
 
 /// The receipts of build-dirs runs, in the state directory: one JSON line per action.
@@ -464,40 +465,14 @@ impl SweepReport {
             self.dry_run,
         ));
         for k in &self.skipped {
-            let _ = writeln!(
-                s,
-                "skipped {}/{}  ({}: {})",
-                k.root.trim_end_matches('/'),
-                k.path,
-                k.rule,
-                k.why
-            );
+            let _ = writeln!(s, "skipped {}  ({}: {})", k.shown_path(), k.rule, k.why);
         }
         for e in &self.summary.errors {
             let _ = writeln!(s, "error: {e}");
         }
         let sm = &self.summary;
-        let n = self.plan.actions.len();
-        if self.dry_run {
-            let _ = writeln!(
-                s,
-                "{n} action{} planned, {} to free{}; nothing was written",
-                if n == 1 { "" } else { "s" },
-                human_bytes(sm.bytes_freed),
-                if sm.actions_deferred > 0 {
-                    format!(", {} deferred", sm.actions_deferred)
-                } else {
-                    String::new()
-                }
-            );
-        } else if sm.dirs_reclaimed > 0 {
-            let _ = writeln!(
-                s,
-                "Build dirs reclaimed: {} director{}, {} freed",
-                sm.dirs_reclaimed,
-                if sm.dirs_reclaimed == 1 { "y" } else { "ies" },
-                human_bytes(sm.bytes_freed)
-            );
+        if let Some(line) = self.closing_line() {
+            let _ = writeln!(s, "{line}");
         }
         if !self.dry_run && sm.actions_deferred > 0 {
             let _ = writeln!(
@@ -507,6 +482,126 @@ impl SweepReport {
             );
         }
         s
+    }
+}
+
+impl SweepReport {
+    /// The line the human form closes its actions with: for a dry run, how many actions were
+    /// planned, the bytes they free (and the actions deferred) and that nothing was written;
+    /// for a real run, what was reclaimed, or `None` when nothing was.
+    fn closing_line(&self) -> Option<String> {
+        let sm = &self.summary;
+        let n = self.plan.actions.len();
+        if self.dry_run {
+            Some(format!(
+                "{n} action{} planned, {} to free{}; nothing was written",
+                if n == 1 { "" } else { "s" },
+                human_bytes(sm.bytes_freed),
+                if sm.actions_deferred > 0 {
+                    format!(", {} deferred", sm.actions_deferred)
+                } else {
+                    String::new()
+                }
+            ))
+        } else if sm.dirs_reclaimed > 0 {
+            Some(format!(
+                "Build dirs reclaimed: {} director{}, {} freed",
+                sm.dirs_reclaimed,
+                if sm.dirs_reclaimed == 1 { "y" } else { "ies" },
+                human_bytes(sm.bytes_freed)
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// A report built in memory, for the format tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory(
+        dry_run: bool,
+        roots: Vec<String>,
+        plan: Plan,
+        outcomes: Vec<Outcome>,
+        skipped: Vec<SweepSkipped>,
+        summary: SweepSummary,
+    ) -> SweepReport {
+        SweepReport {
+            schema_version: 1,
+            dry_run,
+            run: "20261129T120000Z-a1b2c3".to_owned(),
+            roots,
+            plan,
+            outcomes,
+            summary,
+            skipped,
+            receipts_file: None,
+            receipt_failed: false,
+        }
+    }
+}
+
+impl SweepSkipped {
+    /// The item joined to its root, as a reader should see it.
+    pub fn shown_path(&self) -> String {
+        format!("{}/{}", self.root.trim_end_matches('/'), self.path)
+    }
+}
+
+impl View for SweepReport {
+    fn command(&self) -> &'static str {
+        "build-dirs sweep"
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.roots.clone()
+    }
+
+    fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    fn kept(&self) -> Vec<KeptItem> {
+        self.skipped
+            .iter()
+            .map(|k| KeptItem {
+                path: k.shown_path(),
+                rule: k.rule.clone(),
+                why: k.why.clone(),
+            })
+            .collect()
+    }
+
+    fn rules(&self) -> Vec<(String, String)> {
+        format::rules_seen(
+            format::registry(build_dirs::RULES),
+            &self.plan,
+            &self.kept(),
+        )
+    }
+
+    fn summary_line(&self) -> String {
+        self.closing_line()
+            .unwrap_or_else(|| format::NOTHING_CHANGED.to_owned())
+    }
+
+    fn errors(&self) -> Vec<String> {
+        self.summary
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn summary_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.summary).expect("the summary serializes")
     }
 }
 

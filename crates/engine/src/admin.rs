@@ -15,6 +15,12 @@ pub use crate::records::{AnyManifestLine, AppDetail, AppManifestLine};
 use crate::records::{ManifestLine, Receipt};
 use store::ids::RunId;
 
+/// The rule code a purge's actions and skipped items carry (`--purge-set-aside` is no rule of a
+/// pack, but every action names one).
+pub const PURGE_RULE: &str = "purge";
+/// The rule name a purge's actions carry.
+pub const PURGE_RULE_NAME: &str = "purge-set-aside";
+
 /// Why a restore or purge could not be planned.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -956,7 +962,11 @@ fn purge_actions(
         return Ok(out);
     };
     if stat.kind != EntryKind::Dir {
-        out.skip(SET_ASIDE_DIR, "purge", "not a directory: left alone".into());
+        out.skip(
+            SET_ASIDE_DIR,
+            PURGE_RULE,
+            "not a directory: left alone".into(),
+        );
         return Ok(out);
     }
     let restored = restored_items(root, &mut out.errors)?;
@@ -970,7 +980,7 @@ fn purge_actions(
         let name = e.name.to_string_lossy().into_owned();
         let rel = format!("{SET_ASIDE_DIR}/{name}");
         if e.kind != EntryKind::Dir || !RunId::is_valid(&name) {
-            out.skip(&rel, "purge", "not a set-aside run: left alone".into());
+            out.skip(&rel, PURGE_RULE, "not a set-aside run: left alone".into());
             continue;
         }
         let Some(at) = Timestamp::parse(&format!(
@@ -982,7 +992,11 @@ fn purge_actions(
             &name[11..13],
             &name[13..15]
         )) else {
-            out.skip(&rel, "purge", "run id has no valid time: left alone".into());
+            out.skip(
+                &rel,
+                PURGE_RULE,
+                "run id has no valid time: left alone".into(),
+            );
             continue;
         };
         let age = now.0.saturating_sub(at.0);
@@ -997,20 +1011,20 @@ fn purge_actions(
             Err(Unverified::Mismatch(why)) => {
                 out.skip(
                     &rel,
-                    "purge",
+                    PURGE_RULE,
                     format!("does not match its manifest ({why}); use --force to purge it anyway"),
                 );
                 continue;
             }
             Err(Unverified::NoDigests(why)) => {
-                out.skip(&rel, "purge", why);
+                out.skip(&rel, PURGE_RULE, why);
                 continue;
             }
         };
         let d = root.tree_digest(Path::new(&rel))?;
         out.push(action(
-            "purge",
-            "purge-set-aside",
+            PURGE_RULE,
+            PURGE_RULE_NAME,
             Action::Purge,
             &rel,
             reason,

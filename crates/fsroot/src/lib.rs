@@ -1170,6 +1170,14 @@ pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
     WritableRoot::open(&parent)?.write_atomic(&name, bytes)
 }
 
+/// Appends to a file outside any store (the file `$GITHUB_STEP_SUMMARY` names) through a root
+/// opened at its parent directory, creating the file when it is missing: the same refusals as
+/// [`WritableRoot::append`] (a symlink, a non-regular file, a file with more than one link).
+pub fn append_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (parent, name) = split_file_path(path)?;
+    WritableRoot::open(&parent)?.append(&name, bytes)
+}
+
 fn split_file_path(path: &Path) -> Result<(PathBuf, PathBuf)> {
     let name = path.file_name().ok_or_else(|| Error::not_a_file(path))?;
     let parent = match path.parent() {

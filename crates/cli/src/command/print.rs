@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use store::progress::{Progress, ProgressSink};
 
-use crate::format::OutputFormat;
+use crate::format::{github, json_lines, junit, markdown, OutputFormat, View};
 use crate::{AdminReport, Error, RepairReport};
 
 use super::args::{ColorChoice, Global};
@@ -136,9 +136,44 @@ impl Printer {
         }
     }
 
+    /// Prints `view` in a machine format other than JSON (json-lines, github, markdown,
+    /// junit); `false` for text and JSON, which each report prints itself. With github, the
+    /// markdown report is appended to `$GITHUB_STEP_SUMMARY` when it names a file.
+    fn machine(&self, view: &dyn View) -> bool {
+        let text = match self.format {
+            OutputFormat::Text | OutputFormat::Json => return false,
+            OutputFormat::JsonLines => {
+                let mut text = String::new();
+                for line in json_lines::action_lines(view)
+                    .into_iter()
+                    .chain([json_lines::summary_line(view)])
+                {
+                    text.push_str(&line.to_string());
+                    text.push('\n');
+                }
+                text
+            }
+            OutputFormat::Github => {
+                if let Some(path) = step_summary() {
+                    if let Err(e) = github::append_step_summary(&path, &markdown::markdown(view)) {
+                        self.error(&format!("cannot write the step summary: {e}"));
+                    }
+                }
+                github::github(view)
+            }
+            OutputFormat::Markdown => markdown::markdown(view),
+            OutputFormat::Junit => junit::junit(view),
+        };
+        emit(self.to_stderr, |out| out.write_all(text.as_bytes()));
+        true
+    }
+
     /// Prints a repair or apply report in the chosen format. A real run names the directory it
     /// changed on its first line.
     pub fn repair(&self, report: &RepairReport) {
+        if self.machine(report) {
+            return;
+        }
         let mut text = String::new();
         if !report.dry_run {
             text.push_str(&format!("sessions directory: {}\n", report.sessions_dir));
@@ -156,6 +191,9 @@ impl Printer {
     /// Prints a restore or purge report in the chosen format. A real restore names the
     /// directory it changed on its first line.
     pub fn admin(&self, report: &AdminReport) {
+        if self.machine(report) {
+            return;
+        }
         let mut text = String::new();
         if !report.dry_run && report.command == crate::AdminCommand::Restore {
             text.push_str(&format!("sessions directory: {}\n", report.sessions_dir));
@@ -167,6 +205,9 @@ impl Printer {
 
     /// Prints a sweep report in the chosen format.
     pub fn sweep(&self, report: &crate::sweep::SweepReport) {
+        if self.machine(report) {
+            return;
+        }
         let quiet = quiet_lines(report.summary.errors.iter().map(ToString::to_string), None);
         self.report(report, &report.render_human(), quiet.as_deref());
     }
@@ -265,9 +306,17 @@ impl JsonLinesProgress {
 
 /// Writes one `progress` line of json-lines to stdout and flushes it.
 fn progress_line(phase: &str, done: u64, total: u64) {
-    let line =
-        serde_json::json!({"type": "progress", "phase": phase, "done": done, "total": total});
+    let line = json_lines::progress_line(phase, done, Some(total));
     emit(false, |out| writeln!(out, "{line}"));
+}
+
+/// `$GITHUB_STEP_SUMMARY`, when it names a file.
+// The edge: the environment is read here (clippy.toml).
+#[allow(clippy::disallowed_methods)]
+fn step_summary() -> Option<std::path::PathBuf> {
+    std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
 }
 
 /// `-q`'s output: the errors, then the notice line of a real run.

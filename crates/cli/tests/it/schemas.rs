@@ -63,6 +63,10 @@ const SCHEMAS: &[(&str, &str)] = &[
         "item",
         include_str!("../../../../docs/schemas/item.schema.json"),
     ),
+    (
+        "json-lines",
+        include_str!("../../../../docs/schemas/json-lines.schema.json"),
+    ),
 ];
 
 fn schema_text(name: &str) -> &'static str {

@@ -257,6 +257,21 @@ fn record_reads_refuse_hard_links_and_fifos() {
     assert!(fsroot::read_standalone_file(&tmp.path().join("plan.json")).is_err());
 }
 
+/// A file outside any store (`$GITHUB_STEP_SUMMARY`) is created when missing and appended to
+/// after; a symlink in its place is refused, and the file it points at is left as it was.
+#[test]
+fn standalone_appends_create_then_append_and_refuse_symlinks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("step_summary.md");
+    fsroot::append_standalone_file(&summary, b"one\n").unwrap();
+    fsroot::append_standalone_file(&summary, b"two\n").unwrap();
+    assert_eq!(std::fs::read(&summary).unwrap(), b"one\ntwo\n");
+    std::os::unix::fs::symlink(&summary, tmp.path().join("link.md")).unwrap();
+    assert!(fsroot::append_standalone_file(&tmp.path().join("link.md"), b"three\n").is_err());
+    assert_eq!(std::fs::read(&summary).unwrap(), b"one\ntwo\n");
+    assert!(fsroot::append_standalone_file(&tmp.path().join("missing/x.md"), b"x").is_err());
+}
+
 #[test]
 fn a_held_directory_lists_reads_and_probes_through_its_handle() {
     let tmp = tempfile::tempdir().unwrap();
