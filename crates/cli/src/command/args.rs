@@ -3,6 +3,10 @@
 //! `completions`), and the first flag forms (`--repair-sessions`, ...), hidden, which
 //! [`Cli::invocation`] turns into the very same [`Invocation`] as their command.
 
+// The doc comments of the commands and flags are `--help` text, written for a terminal
+// (`go-build<n>`, `.set-aside/<run>`), not rustdoc.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
