@@ -312,6 +312,12 @@ pub fn plan_sessions<C: Counts>(
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
     let started = std::time::Instant::now();
     let mut inventory = store::scan_watched(root, &external, &config.progress)?;
+    tracing::info!(
+        documents = inventory.documents.len(),
+        session_dirs = inventory.session_dirs.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "scanned the store"
+    );
     inventory.errors.extend(external_errors);
     let anchors = [root.anchor(), root.canonical_anchor()];
     let refs = ReferenceSet::build(&inventory, &anchors);

@@ -431,6 +431,30 @@ fn rule_help_completions_quiet_and_colour() {
 }
 
 #[test]
+fn verbosity_logs_each_phase_then_each_action() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let dry = ["sessions", "repair", "--dry-run", "--sessions-dir"];
+    let quiet = Doctor::new().args(dry).arg(&s).now(NOW).run();
+    assert_eq!(quiet.stderr, "", "no logs by default");
+    let v = Doctor::new().arg("-v").args(dry).arg(&s).now(NOW).run();
+    for phase in ["scanned the store", "planned the sessions pack"] {
+        assert!(v.stderr.contains(phase), "{phase}: {}", v.stderr);
+    }
+    let vv = Doctor::new()
+        .args(["sessions", "repair", "-vv", "--sessions-dir"])
+        .arg(&s)
+        .now(NOW)
+        .run();
+    assert_eq!(vv.code, Some(0), "{}", vv.said());
+    assert!(vv.stderr.contains("applied the plan"), "{}", vv.stderr);
+    assert!(
+        vv.stderr.contains("DEBUG") && vv.stderr.contains("torn.json"),
+        "-vv logs each action: {}",
+        vv.stderr
+    );
+}
+
+#[test]
 fn durations_read_combined_and_long_units() {
     let tmp = tempfile::tempdir().unwrap();
     let out = doctor(&[
