@@ -213,6 +213,21 @@ fn check_fails_on_deferred_work_too() {
         assert_eq!(out.code, Some(3), "{args:?}: {}", out.said());
         assert!(out.stdout.contains("deferred"), "{}", out.stdout);
     }
+    // The sweep too: a work directory deferred by a bound of 0 is pending work.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("go-build123/b001")).unwrap();
+    std::fs::write(root.join("go-build123/b001/_pkg_.a"), b"object").unwrap();
+    let state = tmp.path().join("state");
+    let out = Doctor::new()
+        .args(["build-dirs", "sweep", "--check", "--max-actions", "0"])
+        .args(["--min-age", "0s", "--root"])
+        .arg(&root)
+        .env("XDG_STATE_HOME", &state)
+        .run();
+    assert_eq!(out.code, Some(3), "{}", out.said());
+    assert!(out.stdout.contains("1 deferred"), "{}", out.stdout);
+    assert!(root.join("go-build123").exists(), "--check writes nothing");
 }
 
 #[test]
