@@ -52,17 +52,23 @@ fn run_admin(
     ))
 }
 
-/// `--restore RUN [--item REL]...`: moves items of a set-aside run back, verified against the
+/// `restore RUN [--item REL|N]...`: moves items of a set-aside run back, verified against the
 /// manifest; sets aside the documents that run's recoveries wrote; receipted.
+///
+/// `run` is any form [`crate::resolve_run`] accepts (a run id, `latest`, `.set-aside/<run>`),
+/// resolved under the lock in a real run. Each of `items` is an original path the run names,
+/// else the number of an item in [`crate::list_run`]'s listing (1-based); anything else is
+/// [`Error::NoSuchItem`]. No items: the whole run.
 pub fn restore(opts: &RepairOptions, run: &str, items: &[String]) -> Result<AdminReport, Error> {
     run_admin(opts, AdminCommand::Restore, |root| {
-        engine::admin::plan_restore(root, run, items, &app_line_rule)
+        let run = engine::admin::resolve_run(root, run)?;
+        engine::admin::plan_restore(root, &run, items, &app_line_rule)
     })
 }
 
 /// The rule an item the app set aside is shown under: the sessions rule that sets aside items
 /// of its kind (an item of no stated kind is a document).
-fn app_line_rule(kind: Option<plan::ItemKind>) -> String {
+pub(crate) fn app_line_rule(kind: Option<plan::ItemKind>) -> String {
     let kind = Some(kind.unwrap_or(plan::ItemKind::Document));
     engine::planner_of(sessions::RULES, plan::ActionKind::SetAside, kind)
         .unwrap_or("app")

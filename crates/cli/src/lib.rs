@@ -1,7 +1,7 @@
 //! The doctor's entry points, shared by the `doctor` binary and host applications that embed
-//! it: repair (dry or real), apply a saved plan, report, restore and purge, and sweep build
-//! directories. Each opens its own root and closes it (with every handle and lock) before
-//! returning, on every path. Each command lives in its own module; [`command`] is the binary's
+//! it: repair (dry or real), apply a saved plan, report, list, restore and purge set-aside runs,
+//! and sweep build directories. Each opens its own root and closes it (with every handle and
+//! lock) before returning, on every path. Each command lives in its own module; [`command`] is the binary's
 //! command line.
 
 mod admin;
@@ -12,6 +12,7 @@ mod options;
 mod output;
 mod repair;
 pub mod rules;
+mod runs;
 mod status;
 pub mod sweep;
 
@@ -25,11 +26,16 @@ pub mod host {
     pub use fsroot::WritableRoot;
     pub use store::host::{Acquired, LiveLease, StoreOwnerLock};
 }
+/// Where an item of a set-aside run is now ([`RunItem::state`]).
+pub use engine::admin::ItemState;
 pub use engine::Problem;
 pub use error::Error;
 pub use options::{default_codewhale_home, default_sessions_dir, RepairOptions};
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
 pub use repair::{
     apply_plan_bytes, apply_plan_file, plan_file_bytes, read_plan_file, repair_sessions,
+};
+pub use runs::{
+    list_run, list_runs, resolve_run, RefusedItem, RunEntry, RunItem, RunReport, RunsReport,
 };
 pub use status::status;

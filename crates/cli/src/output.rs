@@ -292,12 +292,13 @@ impl View for RepairReport {
     }
 }
 
-/// A set-aside run and how many items its manifest lists.
+/// A set-aside run and how many of its items are still set aside.
 #[derive(Debug, Clone, Serialize)]
 pub struct SetAsideRun {
     /// Run id (the directory name).
     pub run: String,
-    /// Manifest lines.
+    /// The items its manifest lists (refused lines included) less those taken back out of it
+    /// per the receipts (`restore`).
     pub items: u64,
 }
 
@@ -423,6 +424,15 @@ pub struct AdminReport {
     /// A receipt or a cleanup could not be done: the run exits 1.
     #[serde(skip)]
     pub records_failed: bool,
+    /// Restore: the items refused (in `skipped`: an occupied path, an item that does not match
+    /// its manifest line or is missing, a refused line) and, in a real run, the restore actions
+    /// not applied (their outcomes say why). Items already in place are not counted.
+    #[serde(skip)]
+    pub items_refused: u64,
+    /// Restore: the documents the run's recoveries wrote that were kept (changed since, or
+    /// their set-aside not applied).
+    #[serde(skip)]
+    pub documents_kept: u64,
 }
 
 impl AdminReport {
@@ -444,6 +454,8 @@ impl AdminReport {
             errors,
             ..AdminSummary::default()
         };
+        let mut items_refused = planned.items_refused;
+        let mut documents_kept = planned.documents_kept;
         for a in &planned.plan.actions {
             // Housekeeping is shown by its own lines and `interrupted_writes`, not counted.
             if a.rule == engine::housekeeping::CODE {
@@ -455,6 +467,11 @@ impl AdminReport {
                     .any(|o| o.seq == a.seq && o.outcome == OutcomeKind::Applied);
             if !done {
                 summary.items_skipped += 1;
+                match a.action.kind() {
+                    plan::ActionKind::Restore => items_refused += 1,
+                    plan::ActionKind::SetAside => documents_kept += 1,
+                    _ => {}
+                }
                 continue;
             }
             match a.action.kind() {
@@ -484,7 +501,55 @@ impl AdminReport {
             summary,
             interrupted_writes,
             records_failed,
+            items_refused,
+            documents_kept,
         }
+    }
+
+    /// Whether the run failed (exit 1): an action failed, a receipt or a cleanup could not be
+    /// done, or a restore (dry or real) refused anything: an item, or a document its run's
+    /// recoveries wrote (a partial restore). A purge that keeps a run which does not match its
+    /// manifest has done what it should and does not fail.
+    pub fn failed(&self) -> bool {
+        let refused = self.command == crate::AdminCommand::Restore
+            && self.items_refused + self.documents_kept > 0;
+        refused
+            || self.records_failed
+            || self
+                .outcomes
+                .iter()
+                .any(|o| o.outcome == OutcomeKind::Failed)
+    }
+
+    /// The last line of a partial restore: `restored 5 of 6 items; 1 refused: see above`;
+    /// `None` when nothing was refused.
+    fn partial_restore_line(&self) -> Option<String> {
+        if self.command != crate::AdminCommand::Restore
+            || self.items_refused + self.documents_kept == 0
+        {
+            return None;
+        }
+        let restored = self.summary.items_restored;
+        let of = count(restored + self.items_refused, "item", "items");
+        let mut parts = vec![if self.dry_run {
+            format!("would restore {restored} of {of}")
+        } else {
+            format!("restored {restored} of {of}")
+        }];
+        if self.items_refused > 0 {
+            parts.push(format!("{} refused", self.items_refused));
+        }
+        if self.documents_kept > 0 {
+            parts.push(format!(
+                "{} kept",
+                count(
+                    self.documents_kept,
+                    "recovered document",
+                    "recovered documents"
+                )
+            ));
+        }
+        Some(format!("{}: see above", parts.join("; ")))
     }
 
     /// The human form: one line per action, skipped items, then the counts.
@@ -502,10 +567,13 @@ impl AdminReport {
             let _ = writeln!(s, "error: {e}");
         }
         let _ = writeln!(s, "{}", self.counts_line());
+        if let Some(line) = self.partial_restore_line() {
+            let _ = writeln!(s, "{line}");
+        }
         s
     }
 
-    /// The line the human form ends with: the counts, in the future tense for a dry run.
+    /// The counts line the human form ends with: the counts, in the future tense for a dry run.
     fn counts_line(&self) -> String {
         let sm = &self.summary;
         let tense = if self.dry_run { "would be " } else { "" };
@@ -515,8 +583,10 @@ impl AdminReport {
                 sm.items_restored, sm.documents_set_aside, sm.items_skipped
             ),
             crate::AdminCommand::Purge => format!(
-                "set-aside runs {tense}purged: {}; bytes {tense}freed: {}; skipped: {}",
-                sm.runs_purged, sm.bytes_freed, sm.items_skipped
+                "set-aside runs {tense}purged: {}; {tense}freed: {}; skipped: {}",
+                sm.runs_purged,
+                human_bytes(sm.bytes_freed),
+                sm.items_skipped
             ),
         }
     }
@@ -631,4 +701,226 @@ fn counted(plan: &Plan, applied: &Applied, run: &RunId) -> Summary {
     }
     summary.errors.clone_from(&applied.errors);
     summary
+}
+
+/// A byte count as a human reads it: `512 B`, `3.4 KiB`, `12.0 MiB`, `4.5 GiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plan::{Action, ItemKind, Precondition};
+
+    fn action(seq: u64, action: Action, path: &str) -> PlannedAction {
+        PlannedAction {
+            seq,
+            rule: if action == Action::Purge {
+                "purge"
+            } else {
+                "R1"
+            }
+            .into(),
+            rule_name: "restore".into(),
+            action,
+            path: path.into(),
+            reason: "set aside by run r".into(),
+            precondition: Precondition::Tree {
+                bytes: 1536,
+                tree_blake3: "0".repeat(64),
+            },
+        }
+    }
+
+    fn restore(seq: u64, path: &str) -> PlannedAction {
+        action(
+            seq,
+            Action::Restore {
+                kind: ItemKind::Document,
+                from: format!(".set-aside/20261129T120000Z-a1b2c3/{path}"),
+            },
+            path,
+        )
+    }
+
+    fn report(
+        command: crate::AdminCommand,
+        actions: Vec<PlannedAction>,
+        refused: u64,
+        outcomes: Option<Vec<OutcomeKind>>,
+    ) -> AdminReport {
+        let planned = engine::admin::AdminPlan {
+            plan: Plan {
+                actions,
+                ..Plan::default()
+            },
+            skipped: (0..refused)
+                .map(|n| Skipped {
+                    path: format!("refused{n}.json"),
+                    rule: "R1".into(),
+                    why: "original path is occupied: refused.json".into(),
+                })
+                .collect(),
+            items_refused: refused,
+            ..Default::default()
+        };
+        let applied = outcomes.map(|kinds| Applied {
+            outcomes: kinds
+                .into_iter()
+                .enumerate()
+                .map(|(i, outcome)| Outcome {
+                    seq: i as u64 + 1,
+                    why: (outcome != OutcomeKind::Applied).then(|| "changed since planned".into()),
+                    outcome,
+                })
+                .collect(),
+            errors: Vec::new(),
+            records_failed: false,
+        });
+        AdminReport::new(
+            command,
+            "/s".into(),
+            RunId("20261129T130000Z-d4e5f6".into()),
+            planned,
+            applied,
+        )
+    }
+
+    fn last_line(report: &AdminReport) -> String {
+        report.render_human().lines().last().unwrap().to_owned()
+    }
+
+    #[test]
+    fn a_partial_restore_ends_with_what_it_refused_and_fails() {
+        use crate::AdminCommand::Restore;
+        let whole = report(
+            Restore,
+            vec![restore(1, "a.json")],
+            0,
+            Some(vec![OutcomeKind::Applied]),
+        );
+        assert!(!whole.failed());
+        assert_eq!(
+            last_line(&whole),
+            "items restored: 1; recovered documents set aside: 0; skipped: 0"
+        );
+
+        let dry = report(Restore, vec![restore(1, "a.json")], 1, None);
+        assert!(dry.failed(), "a dry run says the same");
+        assert_eq!(
+            last_line(&dry),
+            "would restore 1 of 2 items; 1 refused: see above"
+        );
+
+        let real = report(
+            Restore,
+            (1..=6).map(|n| restore(n, &format!("{n}.json"))).collect(),
+            0,
+            Some(
+                [OutcomeKind::Applied; 5]
+                    .into_iter()
+                    .chain([OutcomeKind::Skipped])
+                    .collect(),
+            ),
+        );
+        assert!(
+            real.failed(),
+            "an item skipped when applied was not restored"
+        );
+        assert_eq!(
+            last_line(&real),
+            "restored 5 of 6 items; 1 refused: see above"
+        );
+
+        let none = report(Restore, Vec::new(), 1, Some(Vec::new()));
+        assert_eq!(
+            last_line(&none),
+            "restored 0 of 1 item; 1 refused: see above"
+        );
+
+        let mut kept = report(
+            Restore,
+            vec![action(
+                1,
+                Action::SetAside {
+                    kind: ItemKind::Document,
+                },
+                "rec.json",
+            )],
+            0,
+            Some(vec![OutcomeKind::Skipped]),
+        );
+        assert!(kept.failed());
+        assert_eq!(
+            last_line(&kept),
+            "restored 0 of 0 items; 1 recovered document kept: see above"
+        );
+        kept.documents_kept = 2;
+        kept.items_refused = 1;
+        assert_eq!(
+            last_line(&kept),
+            "restored 0 of 1 item; 1 refused; 2 recovered documents kept: see above"
+        );
+    }
+
+    #[test]
+    fn a_purge_prints_human_sizes_and_fails_only_on_a_failure() {
+        use crate::AdminCommand::Purge;
+        let dry = report(
+            Purge,
+            vec![action(1, Action::Purge, ".set-aside/r")],
+            1,
+            None,
+        );
+        assert!(
+            !dry.failed(),
+            "a run kept because it does not match is no failure"
+        );
+        assert_eq!(
+            last_line(&dry),
+            "set-aside runs would be purged: 1; would be freed: 1.5 KiB; skipped: 1"
+        );
+        let real = report(
+            Purge,
+            vec![action(1, Action::Purge, ".set-aside/r")],
+            0,
+            Some(vec![OutcomeKind::Applied]),
+        );
+        assert_eq!(
+            last_line(&real),
+            "set-aside runs purged: 1; freed: 1.5 KiB; skipped: 0"
+        );
+        let failed = report(
+            Purge,
+            vec![action(1, Action::Purge, ".set-aside/r")],
+            0,
+            Some(vec![OutcomeKind::Failed]),
+        );
+        assert!(failed.failed());
+        let mut unrecorded = real;
+        unrecorded.records_failed = true;
+        assert!(unrecorded.failed());
+    }
+
+    #[test]
+    fn bytes_read_naturally() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(human_bytes(4_831_838_208), "4.5 GiB");
+        assert_eq!(count(1, "item", "items"), "1 item");
+        assert_eq!(count(0, "item", "items"), "0 items");
+    }
 }

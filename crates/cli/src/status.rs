@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use engine::admin::AdminError;
 use fsroot::{Problem, Root};
 use sessions::LastRun;
 use store::ids::RunId;
@@ -47,15 +48,25 @@ pub fn status(opts: &RepairOptions) -> Result<StatusReport, Error> {
     let mut runs = Vec::new();
     match root.list(Path::new(SET_ASIDE_DIR)) {
         Ok(entries) => {
+            // The receipts say which items were taken back out of their runs.
+            let restored = if entries.is_empty() {
+                Default::default()
+            } else {
+                engine::admin::restored_items(&root, &mut errors).unwrap_or_else(|e| {
+                    errors.push(Problem::from(&e));
+                    Default::default()
+                })
+            };
             for e in entries {
                 let name = e.name.to_string_lossy().into_owned();
-                let manifest = store::ids::manifest_path(&name);
-                let items = match root.read_record(Path::new(&manifest)) {
-                    Ok(b) => b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count() as u64,
-                    // A run directory without a manifest holds no recorded item.
-                    Err(e) if e.is_not_found() => 0,
+                let items = match engine::admin::run_overview(&root, &name, &restored, &|_| {
+                    String::new()
+                }) {
+                    Ok(o) => o.items - o.restored,
+                    // Not a run id: no recorded item.
+                    Err(AdminError::NoSuchRun { .. }) => 0,
                     Err(e) => {
-                        errors.push(Problem::from(&e));
+                        errors.push(Error::from(e).problem());
                         0
                     }
                 };

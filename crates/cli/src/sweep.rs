@@ -17,6 +17,8 @@ use store::ids::RunId;
 use store::Clock;
 
 use crate::format::{self, KeptItem, View};
+/// Byte sizes as the human reports print them (shared by every report).
+pub use crate::output::human_bytes;
 use crate::Error;
 
 /// The receipts of build-dirs runs, in the state directory: one JSON line per action.
@@ -602,34 +604,5 @@ impl View for SweepReport {
 
     fn summary_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.summary).expect("the summary serializes")
-    }
-}
-
-/// `512 B`, `3.4 KiB`, `12.0 MiB`, `4.5 GiB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_naturally() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
-        assert_eq!(human_bytes(4_831_838_208), "4.5 GiB");
     }
 }

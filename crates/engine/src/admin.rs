@@ -1,7 +1,9 @@
 //! Planning the two commands that act on set-aside runs: `--restore` (put items back, verified
 //! against the manifest) and `--purge-set-aside` (delete whole runs older than a duration,
 //! verified against their manifests). Both plan through a read-only root into an ordinary
-//! [`Plan`], which the executor applies like any other, receipted.
+//! [`Plan`], which the executor applies like any other, receipted. And reading the runs for
+//! `sessions list`: naming a run ([`resolve_run`]: an id, `latest`, `.set-aside/<run>`), each
+//! run's overview ([`list_runs`]) and each item's state ([`list_run`]).
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
@@ -12,7 +14,7 @@ use store::ids::{RECONCILE_DIR, SET_ASIDE_DIR};
 use store::Timestamp;
 
 pub use crate::records::{AnyManifestLine, AppDetail, AppManifestLine};
-use crate::records::{ManifestLine, Receipt};
+use crate::records::{AnyReceiptLine, ManifestLine, Receipt};
 use store::ids::RunId;
 
 /// The rule code a purge's actions and skipped items carry (`--purge-set-aside` is no rule of a
@@ -54,6 +56,14 @@ pub struct AdminPlan {
     pub skipped: Vec<Skipped>,
     /// Errors met while planning (a directory that could not be listed), each naming its path.
     pub errors: Vec<Problem>,
+    /// Restore: the items among `skipped` that were refused (an occupied path, an item that
+    /// does not match its manifest line or is missing from the run, a line naming a path
+    /// outside S, a line that does not parse): the restore is partial. Items already in place
+    /// or already restored are in `skipped` but not here.
+    pub items_refused: u64,
+    /// Restore: the documents the run's recoveries wrote that were kept (in `skipped`) because
+    /// they changed since.
+    pub documents_kept: u64,
 }
 
 impl AdminPlan {
@@ -116,12 +126,25 @@ impl AdminPlan {
         out
     }
 
+    /// Leaves `path` alone, saying why; not a refusal (already in place, or a purge's choice).
     fn skip(&mut self, path: &str, rule: &str, why: String) {
         self.skipped.push(Skipped {
             path: path.to_owned(),
             rule: rule.to_owned(),
             why,
         });
+    }
+
+    /// Refuses to restore the item at `path`, saying why.
+    fn refuse(&mut self, path: &str, rule: &str, why: String) {
+        self.items_refused += 1;
+        self.skip(path, rule, why);
+    }
+
+    /// Keeps a recovered document that changed since its run wrote it, saying why.
+    fn keep_document(&mut self, path: &str, rule: &str, why: String) {
+        self.documents_kept += 1;
+        self.skip(path, rule, why);
     }
 }
 
@@ -186,6 +209,16 @@ pub struct SetAsideItem {
     pub promise: Option<Precondition>,
     /// Who wrote the line.
     pub writer: Writer,
+}
+
+impl SetAsideItem {
+    /// The size its manifest line records; `None` for an app line that records none (a store
+    /// or a directory, or a line whose `detail` is null).
+    pub fn bytes(&self) -> Option<u64> {
+        self.promise.as_ref().map(|p| match p {
+            Precondition::File { bytes, .. } | Precondition::Tree { bytes, .. } => *bytes,
+        })
+    }
 }
 
 /// A manifest line naming a path outside S (or a `moved_to` outside its run): never acted on.
@@ -415,12 +448,19 @@ pub fn read_manifest(
     Ok(manifest)
 }
 
-/// The receipts of S; each line that does not parse is reported in `problems`.
+/// The doctor's receipts of S; the app's lines are passed over, each line that is neither is
+/// reported in `problems`.
 fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
     Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
         Some((lines, bad)) => {
             problems.extend(bad);
             lines
+                .into_iter()
+                .filter_map(|l| match l {
+                    AnyReceiptLine::Doctor(r) => Some(r),
+                    AnyReceiptLine::App(_) => None,
+                })
+                .collect()
         }
         None => Vec::new(),
     })
@@ -429,7 +469,10 @@ fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Rece
 /// The items taken back out of their run: the `from` of every applied restore, and the
 /// `put_back_from` of every set-aside that found it had moved something other than what it
 /// checked and put it back at once.
-fn restored_items(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<BTreeSet<String>> {
+pub fn restored_items(
+    root: &Root,
+    problems: &mut Vec<Problem>,
+) -> fsroot::Result<BTreeSet<String>> {
     Ok(receipts(root, problems)?
         .into_iter()
         .filter_map(|r| {
@@ -542,9 +585,15 @@ fn action(
     }
 }
 
-/// Plans `--restore RUN [--item REL]...`: first the documents the run's recoveries wrote are
+/// Plans `restore RUN [--item REL|N]...`: first the documents the run's recoveries wrote are
 /// set aside (into the restoring run), then every manifest item goes back to its original path,
-/// verified against its manifest digest. An occupied original path is refused, by name.
+/// verified against its manifest digest. An occupied original path is refused, by name; the
+/// plan counts what it refused (`items_refused`, `documents_kept`).
+///
+/// Each of `items` is an original path the run names (as relative to S, or as the manifest line
+/// spells it), else the number of an item in [`list_run`]'s listing (1-based, [`item_number`]):
+/// a path wins over a number, so a session directory named `3` is still restored by its name.
+/// Anything else is [`AdminError::NoSuchItem`]. No items: the whole run.
 ///
 /// A run the app wrote (absolute paths, a `detail`) is restored the same way: its paths must
 /// lie under S (anything else is refused by name); a document is verified against its
@@ -566,7 +615,6 @@ fn restore_actions(
     attribute: Attribute<'_>,
 ) -> Result<AdminPlan, AdminError> {
     let manifest = read_manifest(root, run, attribute)?;
-    let wanted: BTreeSet<&str> = items.iter().map(String::as_str).collect();
     let mut problems = Vec::new();
     // The documents the run's recoveries wrote, each with the rule its receipt names.
     let recovered: Vec<(String, Option<String>, String)> = receipts(root, &mut problems)?
@@ -586,19 +634,26 @@ fn restore_actions(
             Some((doc, sha, r.rule))
         })
         .collect();
-    for item in &wanted {
+    // Each item is a path the run names, else the number of an item in its listing.
+    let mut wanted: BTreeSet<&str> = BTreeSet::new();
+    for item in items {
         let known = manifest
             .items
             .iter()
             .any(|l| l.original == *item || l.original_as_written == *item)
             || manifest.refused.iter().any(|l| l.original == *item)
             || recovered.iter().any(|(d, _, _)| d == item);
-        if !known {
-            return Err(AdminError::NoSuchItem {
-                run: run.to_owned(),
-                item: (*item).to_owned(),
-            });
-        }
+        let numbered = || item_number(item).and_then(|n| manifest.items.get(n - 1));
+        match (known, numbered()) {
+            (true, _) => wanted.insert(item),
+            (false, Some(line)) => wanted.insert(&line.original),
+            (false, None) => {
+                return Err(AdminError::NoSuchItem {
+                    run: run.to_owned(),
+                    item: item.clone(),
+                })
+            }
+        };
     }
     let selected = |p: &str| wanted.is_empty() || wanted.contains(p);
     let mut out = AdminPlan {
@@ -617,7 +672,7 @@ fn restore_actions(
         }
         let d = root.file_digest(Path::new(doc))?;
         if sha.as_deref().is_some_and(|s| s != d.sha256) {
-            out.skip(
+            out.keep_document(
                 doc,
                 rule,
                 format!("document changed since run {run} wrote it: kept"),
@@ -642,7 +697,7 @@ fn restore_actions(
     for line in &manifest.refused {
         if selected(&line.original) {
             // The path the report names must be relative to S: the run itself.
-            out.skip(
+            out.refuse(
                 &format!("{SET_ASIDE_DIR}/{run}"),
                 &line.rule,
                 line.why.clone(),
@@ -666,7 +721,7 @@ fn restore_actions(
                 ) {
                     (Ok(a), Ok(b)) => (a, b),
                     (Err(e), _) | (_, Err(e)) => {
-                        out.skip(&line.original, &line.rule, format!("{e}: kept"));
+                        out.refuse(&line.original, &line.rule, format!("{e}: kept"));
                         continue;
                     }
                 };
@@ -680,7 +735,7 @@ fn restore_actions(
                         continue;
                     }
                     None => {
-                        out.skip(
+                        out.refuse(
                             &line.original,
                             &line.rule,
                             format!("missing from the set-aside run: {}", line.moved_to),
@@ -708,7 +763,7 @@ fn restore_actions(
                         continuing = true;
                     }
                     Some(p) if p != want => {
-                        out.skip(
+                        out.refuse(
                             &line.original,
                             &line.rule,
                             format!("{} does not match its manifest line: kept", line.moved_to),
@@ -743,7 +798,7 @@ fn restore_actions(
                             (ItemKind::RuntimeStore, merged)
                         }
                         None => {
-                            out.skip(
+                            out.refuse(
                                 &line.original,
                                 &line.rule,
                                 format!("original path is occupied: {}", line.original),
@@ -758,7 +813,7 @@ fn restore_actions(
                     continue;
                 }
                 Ok(None) => {
-                    out.skip(
+                    out.refuse(
                         &line.original,
                         &line.rule,
                         format!("missing from the set-aside run: {}", line.moved_to),
@@ -766,7 +821,7 @@ fn restore_actions(
                     continue;
                 }
                 Err(why) => {
-                    out.skip(&line.original, &line.rule, format!("{why}: kept"));
+                    out.refuse(&line.original, &line.rule, format!("{why}: kept"));
                     continue;
                 }
             },
@@ -776,7 +831,7 @@ fn restore_actions(
             && !continuing
             && !matches!(root.stat(Path::new(&line.original)), Ok(None))
         {
-            out.skip(
+            out.refuse(
                 &line.original,
                 &line.rule,
                 format!("original path is occupied: {}", line.original),
@@ -983,15 +1038,7 @@ fn purge_actions(
             out.skip(&rel, PURGE_RULE, "not a set-aside run: left alone".into());
             continue;
         }
-        let Some(at) = Timestamp::parse(&format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &name[0..4],
-            &name[4..6],
-            &name[6..8],
-            &name[9..11],
-            &name[11..13],
-            &name[13..15]
-        )) else {
+        let Some(at) = run_time(&name) else {
             out.skip(
                 &rel,
                 PURGE_RULE,
@@ -1035,4 +1082,628 @@ fn purge_actions(
         ));
     }
     Ok(out)
+}
+
+// ---- naming and listing set-aside runs ------------------------------------------------------
+
+/// The instant in the id of run `run` (`YYYYMMDDTHHMMSSZ-xxxxxx`); `None` when `run` is not a
+/// run id or its time is not one.
+pub fn run_time(run: &str) -> Option<Timestamp> {
+    if !RunId::is_valid(run) {
+        return None;
+    }
+    Timestamp::parse(&format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &run[0..4],
+        &run[4..6],
+        &run[6..8],
+        &run[9..11],
+        &run[11..13],
+        &run[13..15]
+    ))
+}
+
+/// The set-aside runs of S: the directories under `.set-aside/` named by a run id, in run id
+/// order (oldest first). None when there is no `.set-aside/`.
+pub fn run_dirs(root: &Root) -> fsroot::Result<Vec<String>> {
+    let entries = match root.list(Path::new(SET_ASIDE_DIR)) {
+        Ok(entries) => entries,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut runs: Vec<String> = entries
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::Dir)
+        .filter_map(|e| e.name.into_string().ok())
+        .filter(|n| RunId::is_valid(n))
+        .collect();
+    runs.sort();
+    Ok(runs)
+}
+
+/// The run `given` names: a run id (returned as given: what reads the run says what is
+/// missing); `latest`, the newest run directory under `.set-aside/` by run id; or the path the
+/// notice line prints, `.set-aside/<run>`, relative to S or absolute under S, with or without a
+/// trailing `/`. Anything else, or `latest` with no run, is [`AdminError::NoSuchRun`] naming
+/// what was given.
+pub fn resolve_run(root: &Root, given: &str) -> Result<String, AdminError> {
+    if RunId::is_valid(given) {
+        return Ok(given.to_owned());
+    }
+    if given == "latest" {
+        return run_dirs(root)?.pop().ok_or_else(|| AdminError::NoSuchRun {
+            run: given.to_owned(),
+            why: format!(
+                "{} holds no set-aside run",
+                root.display_path(Path::new(SET_ASIDE_DIR)).display()
+            ),
+        });
+    }
+    let no_such = |why: String| AdminError::NoSuchRun {
+        run: given.to_owned(),
+        why,
+    };
+    let rel = relative_to_s(root, given).map_err(no_such)?;
+    match rel.strip_prefix(&format!("{SET_ASIDE_DIR}/")) {
+        Some(run) if RunId::is_valid(run) => Ok(run.to_owned()),
+        _ => Err(no_such(format!(
+            "not a run id (YYYYMMDDTHHMMSSZ-xxxxxx), `latest` or {SET_ASIDE_DIR}/<run>"
+        ))),
+    }
+}
+
+/// The number of an item in a run's listing, as `--item N` gives it: decimal digits only, from
+/// 1. `None` for anything else.
+pub fn item_number(given: &str) -> Option<usize> {
+    if given.is_empty() || !given.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    given.parse().ok().filter(|n| *n >= 1)
+}
+
+/// What `sessions list` shows of one set-aside run: read from its manifest and the receipts,
+/// never from the items themselves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOverview {
+    /// The run id.
+    pub run: String,
+    /// The instant in its id.
+    pub at: Option<Timestamp>,
+    /// The distinct rule codes of its manifest lines, sorted (a line that does not parse names
+    /// none).
+    pub rules: Vec<String>,
+    /// The manifest lines that name an item, refused ones included.
+    pub items: u64,
+    /// The sum of the sizes its manifest lines record.
+    pub bytes: u64,
+    /// The items taken back out of the run, per the receipts ([`restored_items`]).
+    pub restored: u64,
+    /// Whether the app wrote (any line of) its manifest.
+    pub written_by_app: bool,
+}
+
+/// The overview of run `run`, given the items the receipts say were taken back (`restored`,
+/// from [`restored_items`]). A run directory without a manifest (a run killed before its first
+/// line) has no items.
+pub fn run_overview(
+    root: &Root,
+    run: &str,
+    restored: &BTreeSet<String>,
+    attribute: Attribute<'_>,
+) -> Result<RunOverview, AdminError> {
+    let manifest = match read_manifest(root, run, attribute) {
+        Ok(m) => m,
+        Err(AdminError::NoSuchRun { .. }) if RunId::is_valid(run) => Manifest::default(),
+        Err(e) => return Err(e),
+    };
+    let rules: BTreeSet<&str> = manifest
+        .items
+        .iter()
+        .map(|i| i.rule.as_str())
+        .chain(manifest.refused.iter().map(|r| r.rule.as_str()))
+        .filter(|r| *r != crate::housekeeping::CODE)
+        .collect();
+    Ok(RunOverview {
+        run: run.to_owned(),
+        at: run_time(run),
+        rules: rules.into_iter().map(str::to_owned).collect(),
+        items: manifest.len() as u64,
+        bytes: manifest.items.iter().filter_map(SetAsideItem::bytes).sum(),
+        restored: manifest
+            .items
+            .iter()
+            .filter(|i| restored.contains(&i.moved_to))
+            .count() as u64,
+        written_by_app: manifest.written_by_app(),
+    })
+}
+
+/// Every set-aside run of S ([`run_dirs`]), each with its overview, and the problems met.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunsOverview {
+    /// The runs, oldest first.
+    pub runs: Vec<RunOverview>,
+    /// What could not be read (a manifest, the receipts, a line of either), each naming its
+    /// path. A run whose manifest cannot be read is listed with no items and its problem here.
+    pub errors: Vec<Problem>,
+}
+
+/// The overviews of every set-aside run of S.
+pub fn list_runs(root: &Root, attribute: Attribute<'_>) -> Result<RunsOverview, AdminError> {
+    let mut out = RunsOverview::default();
+    let runs = run_dirs(root)?;
+    if runs.is_empty() {
+        return Ok(out);
+    }
+    let restored = restored_items(root, &mut out.errors).unwrap_or_else(|e| {
+        out.errors.push(Problem::from(&e));
+        BTreeSet::new()
+    });
+    for run in runs {
+        match run_overview(root, &run, &restored, attribute) {
+            Ok(o) => out.runs.push(o),
+            Err(e) => {
+                out.errors.push(match &e {
+                    AdminError::Fs(fs) => Problem::from(fs),
+                    _ => Problem::invalid_data(SET_ASIDE_DIR, e.to_string()),
+                });
+                out.runs.push(RunOverview {
+                    at: run_time(&run),
+                    run,
+                    rules: Vec::new(),
+                    items: 0,
+                    bytes: 0,
+                    restored: 0,
+                    written_by_app: false,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Where an item of a set-aside run is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemState {
+    /// In the run, as its manifest line says (its digest, or for a line without one, its kind).
+    SetAside,
+    /// Taken back out of the run, per the receipts ([`restored_items`]).
+    Restored,
+    /// Neither.
+    Missing,
+}
+
+/// One item of a run's listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedItem {
+    /// The item, from its manifest line.
+    pub item: SetAsideItem,
+    /// Where it is now.
+    pub state: ItemState,
+    /// For a missing item: what was found instead.
+    pub why: Option<String>,
+}
+
+/// What `sessions list RUN` shows of a set-aside run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunListing {
+    /// The run id.
+    pub run: String,
+    /// Its items in manifest order (as [`read_manifest`] keeps it, later lines correcting
+    /// earlier ones): item N of the listing, as `--item N` names it, is `items[N - 1]`.
+    pub items: Vec<ListedItem>,
+    /// Its lines that are refused or do not parse, with why.
+    pub refused: Vec<RefusedLine>,
+    /// Whether the app wrote (any line of) its manifest.
+    pub written_by_app: bool,
+    /// What could not be read (the receipts, a line of them), each naming its path.
+    pub errors: Vec<Problem>,
+}
+
+/// The listing of run `run` (a run id): each item of its manifest and where it is now. A run
+/// directory without a manifest has no items; no such directory is
+/// [`AdminError::NoSuchRun`].
+pub fn list_run(
+    root: &Root,
+    run: &str,
+    attribute: Attribute<'_>,
+) -> Result<RunListing, AdminError> {
+    let manifest = match read_manifest(root, run, attribute) {
+        Ok(m) => m,
+        Err(AdminError::NoSuchRun { .. })
+            if root
+                .stat(Path::new(&format!("{SET_ASIDE_DIR}/{run}")))?
+                .is_some_and(|s| s.kind == EntryKind::Dir) =>
+        {
+            Manifest::default()
+        }
+        Err(AdminError::NoSuchRun { run, .. }) if RunId::is_valid(&run) => {
+            let dir = root.display_path(Path::new(&format!("{SET_ASIDE_DIR}/{run}")));
+            return Err(AdminError::NoSuchRun {
+                why: format!("{} does not exist", dir.display()),
+                run,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let mut errors = Vec::new();
+    let restored = restored_items(root, &mut errors).unwrap_or_else(|e| {
+        errors.push(Problem::from(&e));
+        BTreeSet::new()
+    });
+    let written_by_app = manifest.written_by_app();
+    let items = manifest
+        .items
+        .into_iter()
+        .map(|item| {
+            let (state, why) = item_state(root, &item, &restored);
+            ListedItem { item, state, why }
+        })
+        .collect();
+    Ok(RunListing {
+        run: run.to_owned(),
+        items,
+        refused: manifest.refused,
+        written_by_app,
+        errors,
+    })
+}
+
+/// Where `item` is now: restored per the receipts; else set aside when what is at its
+/// `moved_to` is what its line promises (for a line without a digest: there, as the kind it
+/// says); else missing, with what was found instead.
+fn item_state(
+    root: &Root,
+    item: &SetAsideItem,
+    restored: &BTreeSet<String>,
+) -> (ItemState, Option<String>) {
+    if restored.contains(&item.moved_to) {
+        return (ItemState::Restored, None);
+    }
+    let missing = |why: String| (ItemState::Missing, Some(why));
+    let nothing_there = || {
+        let at_original = item.promise.as_ref().is_some_and(|want| {
+            found(root, &item.original, want).ok().flatten().as_ref() == Some(want)
+        });
+        if at_original {
+            format!(
+                "not in the run: it is at its original path {}",
+                item.original
+            )
+        } else {
+            format!("nothing at {}", item.moved_to)
+        }
+    };
+    match &item.promise {
+        Some(want) => match found(root, &item.moved_to, want) {
+            Ok(Some(p)) if p == *want => (ItemState::SetAside, None),
+            Ok(Some(_)) => missing(format!(
+                "{} does not match its manifest line",
+                item.moved_to
+            )),
+            Ok(None) => missing(nothing_there()),
+            Err(e) => missing(e.to_string()),
+        },
+        None => match on_disk(root, item) {
+            Ok(Some(_)) => (ItemState::SetAside, None),
+            Ok(None) => missing(nothing_there()),
+            Err(why) => missing(why),
+        },
+    }
+}
+
+#[cfg(test)]
+// The tests build their stores with std::fs, outside the root under test.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+mod tests {
+    use super::*;
+    use crate::records::ManifestLine;
+
+    const RUN: &str = "20261129T120000Z-a1b2c3";
+    const OLDER: &str = "20261128T120000Z-0f0f0f";
+
+    fn write(dir: &Path, rel: &str, bytes: &[u8]) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn no_rule(_: Option<ItemKind>) -> String {
+        "R1".into()
+    }
+
+    /// The doctor's manifest line for the file now at `.set-aside/RUN/<original>`.
+    fn line(root: &Root, original: &str) -> String {
+        let moved_to = format!("{SET_ASIDE_DIR}/{RUN}/{original}");
+        let d = root.file_digest(Path::new(&moved_to)).unwrap();
+        let l = ManifestLine {
+            run: RUN.into(),
+            rule: "R1".into(),
+            original: original.into(),
+            moved_to,
+            reason: "unreadable document".into(),
+            kind: ItemKind::Document,
+            sha256: Some(d.sha256),
+            tree_blake3: None,
+            bytes: d.bytes,
+            at: "2026-11-29T12:00:00Z".into(),
+        };
+        serde_json::to_string(&l).unwrap()
+    }
+
+    /// S with run RUN: `a.json` in the run; `b.json` taken back by a receipted restore; `c.json`
+    /// gone; `d.json` changed since; a store the app set aside (no digest); a line naming a
+    /// path outside S; a line that does not parse. Beside it: OLDER, a run without a manifest,
+    /// and entries of `.set-aside/` that are not runs. The receipts hold the doctor's restore,
+    /// a line the app wrote and a line that is neither.
+    fn store() -> (tempfile::TempDir, Root) {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let run_dir = format!("{SET_ASIDE_DIR}/{RUN}");
+        for name in ["a", "b", "c", "d"] {
+            write(s, &format!("{run_dir}/{name}.json"), name.as_bytes());
+        }
+        write(s, &format!("{run_dir}/x/runtime/owner.json"), b"{}");
+        std::fs::create_dir_all(s.join(SET_ASIDE_DIR).join(OLDER)).unwrap();
+        std::fs::create_dir_all(s.join(SET_ASIDE_DIR).join("notarun")).unwrap();
+        write(
+            s,
+            &format!("{SET_ASIDE_DIR}/20261130T120000Z-abcdef"),
+            b"a file",
+        );
+        let root = Root::open(s).unwrap();
+        let canonical = s.canonicalize().unwrap();
+        let app = |original: &str, detail: serde_json::Value| {
+            serde_json::json!({
+                "at": "2026-11-29T12:00:00Z",
+                "detail": detail,
+                "moved_to": canonical.join(&run_dir).join(original).to_string_lossy(),
+                "original": canonical.join(original).to_string_lossy(),
+                "reason": "set aside by the app"
+            })
+            .to_string()
+        };
+        let outside = serde_json::json!({
+            "at": "2026-11-29T12:00:00Z",
+            "detail": null,
+            "moved_to": canonical.join(&run_dir).join("escape.json").to_string_lossy(),
+            "original": "/elsewhere/escape.json",
+            "reason": "r"
+        })
+        .to_string();
+        let manifest = [
+            line(&root, "a.json"),
+            line(&root, "b.json"),
+            app("x/runtime", serde_json::json!({ "kind": "runtime_store" })),
+            line(&root, "c.json"),
+            line(&root, "d.json"),
+            outside,
+            "{\"run\": \"cut short".into(),
+        ]
+        .join("\n");
+        write(s, &store::ids::manifest_path(RUN), manifest.as_bytes());
+        std::fs::remove_file(s.join(&run_dir).join("b.json")).unwrap();
+        write(s, "b.json", b"b");
+        std::fs::remove_file(s.join(&run_dir).join("c.json")).unwrap();
+        write(s, &format!("{run_dir}/d.json"), b"changed");
+        let receipts = [
+            serde_json::json!({
+                "run": "20261129T130000Z-000000", "seq": 1, "rule": "R1", "action": "restore",
+                "path": "b.json", "outcome": "applied", "at": "2026-11-29T13:00:00Z",
+                "from": format!("{run_dir}/b.json")
+            })
+            .to_string(),
+            serde_json::json!({
+                "action": "store_set_aside", "at": "2026-11-29T12:00:00Z",
+                "path": "/s/x/runtime", "moved_to": "/s/.set-aside/x/runtime", "reason": "r"
+            })
+            .to_string(),
+            "not a receipt".into(),
+        ];
+        write(
+            s,
+            store::ids::RECEIPTS_PATH,
+            format!("{}\n", receipts.join("\n")).as_bytes(),
+        );
+        (tmp, root)
+    }
+
+    fn no_such_run(e: AdminError) -> (String, String) {
+        match e {
+            AdminError::NoSuchRun { run, why } => (run, why),
+            other => panic!("not NoSuchRun: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_run_is_named_by_its_id_latest_or_the_path_the_notice_line_prints() {
+        let (tmp, root) = store();
+        let abs = tmp.path().join(SET_ASIDE_DIR).join(RUN);
+        let canonical = tmp
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(SET_ASIDE_DIR)
+            .join(RUN);
+        for given in [
+            RUN.to_owned(),
+            "latest".into(),
+            format!(".set-aside/{RUN}"),
+            format!(".set-aside/{RUN}/"),
+            format!("./.set-aside/{RUN}"),
+            format!("{}/", abs.display()),
+            canonical.display().to_string(),
+        ] {
+            assert_eq!(resolve_run(&root, &given).unwrap(), RUN, "{given}");
+        }
+        // An id is taken as given: what reads the run says what is missing.
+        assert_eq!(
+            resolve_run(&root, "20990101T000000Z-abcdef").unwrap(),
+            "20990101T000000Z-abcdef"
+        );
+        for given in [
+            "nope",
+            "Latest",
+            ".set-aside/notarun",
+            ".set-aside",
+            "/elsewhere/.set-aside/20261129T120000Z-a1b2c3",
+            "../S/.set-aside/20261129T120000Z-a1b2c3",
+            "x/.set-aside/20261129T120000Z-a1b2c3",
+        ] {
+            let (run, why) = no_such_run(resolve_run(&root, given).unwrap_err());
+            assert_eq!(run, given);
+            assert!(!why.is_empty());
+        }
+
+        let empty = tempfile::tempdir().unwrap();
+        let root = Root::open(empty.path()).unwrap();
+        let (run, why) = no_such_run(resolve_run(&root, "latest").unwrap_err());
+        assert_eq!(run, "latest");
+        assert!(why.ends_with(".set-aside holds no set-aside run"), "{why}");
+    }
+
+    #[test]
+    fn run_dirs_are_the_run_directories_oldest_first() {
+        let (_tmp, root) = store();
+        assert_eq!(run_dirs(&root).unwrap(), [OLDER, RUN]);
+        assert_eq!(
+            run_time(RUN),
+            Timestamp::parse("2026-11-29T12:00:00Z"),
+            "the time in the id"
+        );
+        assert_eq!(run_time("notarun"), None);
+    }
+
+    #[test]
+    fn an_item_number_is_decimal_digits_from_one() {
+        assert_eq!(item_number("1"), Some(1));
+        assert_eq!(item_number("012"), Some(12));
+        for given in [
+            "0",
+            "",
+            "-1",
+            "+1",
+            " 1",
+            "1a",
+            "a.json",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(item_number(given), None, "{given:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_lists_each_item_with_where_it_is_now() {
+        let (_tmp, root) = store();
+        let listed = list_run(&root, RUN, &no_rule).unwrap();
+        let rows: Vec<(&str, ItemState)> = listed
+            .items
+            .iter()
+            .map(|l| (l.item.original.as_str(), l.state))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("a.json", ItemState::SetAside),
+                ("b.json", ItemState::Restored),
+                ("x/runtime", ItemState::SetAside),
+                ("c.json", ItemState::Missing),
+                ("d.json", ItemState::Missing),
+            ],
+            "manifest order"
+        );
+        let why = |n: usize| listed.items[n].why.as_deref().unwrap();
+        assert_eq!(why(3), format!("nothing at .set-aside/{RUN}/c.json"));
+        assert_eq!(
+            why(4),
+            format!(".set-aside/{RUN}/d.json does not match its manifest line")
+        );
+        assert_eq!(listed.items[0].item.bytes(), Some(1));
+        assert_eq!(listed.items[2].item.bytes(), None, "the app records none");
+        assert!(listed.written_by_app);
+        assert_eq!(listed.refused.len(), 2, "{:?}", listed.refused);
+        assert!(listed.refused[0].why.contains("/elsewhere/escape.json"));
+        assert!(listed.refused[1].why.contains("is not a record"));
+        assert_eq!(listed.errors.len(), 1, "only the line that is neither");
+        assert!(listed.errors[0].message.contains("line 3 of"));
+
+        // A run without a manifest has no items; a run that is not there is no run.
+        assert!(list_run(&root, OLDER, &no_rule).unwrap().items.is_empty());
+        let (_, why) =
+            no_such_run(list_run(&root, "20990101T000000Z-abcdef", &no_rule).unwrap_err());
+        assert!(
+            why.ends_with("20990101T000000Z-abcdef does not exist"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn each_run_is_counted_from_its_manifest_and_the_receipts() {
+        let (_tmp, root) = store();
+        let listed = list_runs(&root, &no_rule).unwrap();
+        assert_eq!(listed.runs.len(), 2);
+        assert_eq!(
+            listed.runs[0],
+            RunOverview {
+                run: OLDER.into(),
+                at: Timestamp::parse("2026-11-28T12:00:00Z"),
+                rules: Vec::new(),
+                items: 0,
+                bytes: 0,
+                restored: 0,
+                written_by_app: false,
+            }
+        );
+        assert_eq!(
+            listed.runs[1],
+            RunOverview {
+                run: RUN.into(),
+                at: Timestamp::parse("2026-11-29T12:00:00Z"),
+                rules: vec!["R1".into()],
+                items: 7,
+                bytes: 4,
+                restored: 1,
+                written_by_app: true,
+            },
+            "refused lines count as items; a line that does not parse names no rule"
+        );
+        assert_eq!(listed.errors.len(), 1, "{:?}", listed.errors);
+    }
+
+    #[test]
+    fn restore_takes_items_by_path_or_by_number_in_the_listing() {
+        let (_tmp, root) = store();
+        let paths = |items: &[&str]| -> Vec<String> {
+            let items: Vec<String> = items.iter().map(|s| (*s).to_owned()).collect();
+            let planned = plan_restore(&root, RUN, &items, &no_rule).unwrap();
+            planned
+                .plan
+                .actions
+                .iter()
+                .map(|a| a.path.clone())
+                .collect()
+        };
+        assert_eq!(paths(&["1"]), ["a.json"]);
+        assert_eq!(paths(&["3", "a.json"]), ["a.json", "x/runtime"]);
+        for given in ["6", "0", "zz.json"] {
+            match plan_restore(&root, RUN, &[given.to_owned()], &no_rule) {
+                Err(AdminError::NoSuchItem { run, item }) => {
+                    assert_eq!((run.as_str(), item.as_str()), (RUN, given))
+                }
+                other => panic!("{given}: {other:?}"),
+            }
+        }
+        // The whole run: what cannot go back is refused and counted; what is back is not.
+        let all = plan_restore(&root, RUN, &[], &no_rule).unwrap();
+        assert_eq!(
+            all.items_refused, 4,
+            "c, d, the line outside S, the broken line"
+        );
+        assert_eq!(all.documents_kept, 0);
+        assert!(all
+            .skipped
+            .iter()
+            .any(|k| k.path == "b.json" && k.why == "already restored"));
+    }
 }

@@ -107,6 +107,40 @@ pub struct Receipt {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A line of `S/.reconcile/receipts.jsonl` as read back: the doctor's own, or one the app wrote
+/// (codewhale-format §9.4). The app's lines name no run and restore nothing: readers pass over
+/// them without error. A line that is neither is reported by readers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum AnyReceiptLine {
+    /// Written by the doctor.
+    Doctor(Receipt),
+    /// Written by the app.
+    App(AppReceiptLine),
+}
+
+/// A line the app appends to `S/.reconcile/receipts.jsonl` (codewhale-format §9.4): its
+/// `action` and `at`, the other keys per action.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppReceiptLine {
+    /// What the app did.
+    pub action: AppReceiptAction,
+    /// When, RFC 3339.
+    pub at: String,
+}
+
+/// The actions the app receipts (codewhale-format §9.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppReceiptAction {
+    /// A runtime store moved into a set-aside run.
+    StoreSetAside,
+    /// A session recovered from a store.
+    SessionRecovered,
+    /// A document or a directory moved into a set-aside run.
+    SetAside,
+}
+
 /// A line of a set-aside manifest as read back: the doctor's own, or one the app wrote
 /// (codewhale-format §9.5). A line that is neither is skipped by readers (it cannot name an item).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -179,9 +179,21 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
             printer.repair(&report);
             Ok(exit_of(&report))
         }
-        Invocation::List { .. } => Err(Error::BadPlan(
-            "sessions list is not available in this build".into(),
-        )),
+        Invocation::List { dir, run } => {
+            printer.only_text_or_json("sessions list")?;
+            let opts = options(dir, clock)?;
+            match run {
+                None => {
+                    let runs = crate::list_runs(&opts)?;
+                    printer.report(&runs, &runs.render_human(), None);
+                }
+                Some(run) => {
+                    let listing = crate::list_run(&opts, run)?;
+                    printer.report(&listing, &listing.render_human(), None);
+                }
+            }
+            Ok(0)
+        }
         Invocation::Restore {
             dir,
             run,
@@ -247,11 +259,8 @@ fn exit_of(report: &crate::RepairReport) -> u8 {
     u8::from(failed || report.late_failure || report.mass_set_aside_refused)
 }
 
-/// 1 when a restore or purge action failed or a receipt could not be written.
+/// 1 when a restore or purge action failed, a receipt could not be written, or a restore
+/// refused an item ([`crate::AdminReport::failed`]).
 fn admin_exit(report: &crate::AdminReport) -> u8 {
-    let failed = report
-        .outcomes
-        .iter()
-        .any(|o| o.outcome == plan::OutcomeKind::Failed);
-    u8::from(failed || report.records_failed)
+    u8::from(report.failed())
 }

@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(purge["command"], "sessions purge");
         assert_eq!(
             purge["line"],
-            "set-aside runs purged: 1; bytes freed: 4096; skipped: 1"
+            "set-aside runs purged: 1; freed: 4.0 KiB; skipped: 1"
         );
         assert_eq!(
             progress_line("applying", 2, None).to_string(),

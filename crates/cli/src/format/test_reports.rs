@@ -243,7 +243,7 @@ pub(crate) fn purge_real() -> AdminReport {
             rule: engine::admin::PURGE_RULE.to_owned(),
             why: "does not match its manifest".to_owned(),
         }],
-        errors: Vec::new(),
+        ..engine::admin::AdminPlan::default()
     };
     let applied = Applied {
         outcomes: vec![outcome(1, OutcomeKind::Applied, None)],

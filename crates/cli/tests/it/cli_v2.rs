@@ -490,3 +490,78 @@ fn durations_read_combined_and_long_units() {
         bad.stderr
     );
 }
+
+/// Every command over a copy of the demo store, in the order a user meets them (status, a dry
+/// and a real repair, the listing of the run, a restore of one item by its number, a purge
+/// preview, the rules, a sweep of an empty root), text and JSON, with the temporary directory
+/// and run ids blanked: one snapshot (`snapshots/demo/commands.snap`).
+#[test]
+fn every_command_over_the_demo_store() {
+    let (tmp, s) = demo_with_old_artifacts();
+    let empty_root = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s_str = s_arg(&s);
+    let root_str = s_arg(empty_root.path());
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["status"],
+        vec!["sessions", "repair", "--dry-run"],
+        vec!["sessions", "repair"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["sessions", "list"],
+        vec!["sessions", "list", "latest"],
+        vec!["sessions", "list", "latest", "--json"],
+        vec!["sessions", "restore", "latest", "--item", "1", "--dry-run"],
+        vec!["sessions", "restore", "latest", "--item", "1"],
+        vec!["sessions", "list", "latest"],
+        vec!["sessions", "purge", "--older-than", "0s", "--dry-run"],
+        vec![
+            "sessions",
+            "purge",
+            "--older-than",
+            "0s",
+            "--dry-run",
+            "--output-format",
+            "markdown",
+        ],
+        vec!["rule"],
+        vec!["build-dirs", "sweep", "--dry-run", "--root", &root_str],
+        vec![
+            "build-dirs",
+            "sweep",
+            "--dry-run",
+            "--output-format",
+            "junit",
+            "--root",
+            &root_str,
+        ],
+    ];
+    let mut snap = String::new();
+    for step in steps {
+        let mut cmd = Doctor::new()
+            .args(&step)
+            .now(NOW)
+            .env("XDG_STATE_HOME", &state);
+        if step[0] == "sessions" || step[0] == "status" {
+            cmd = cmd.args(["--sessions-dir", &s_str]);
+        }
+        let out = cmd.run();
+        snap.push_str(&format!(
+            "== doctor {} (exit {})\n{}{}\n",
+            step.join(" "),
+            out.exit_code(),
+            out.stdout,
+            if out.stderr.is_empty() {
+                String::new()
+            } else {
+                format!("-- stderr --\n{}", out.stderr)
+            }
+        ));
+    }
+    let snap = blank_runs(&snap.replace(&s_str, "[S]").replace(&root_str, "[ROOT]"));
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/demo");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!("commands", snap));
+}

@@ -1,7 +1,10 @@
 //! `--restore` and `--purge-set-aside` through the real binary: a repair followed by a restore
 //! gives back the original tree byte for byte (apart from the doctor's own files); restore
 //! verifies hashes and refuses occupied paths by name; purge deletes only runs that match their
-//! manifests (unless `--force`), receipted with bytes freed; dry runs write nothing.
+//! manifests (unless `--force`), receipted with bytes freed; dry runs write nothing. Then the
+//! set-aside runs through the library: listed (`list_runs`, `list_run`), named (`resolve_run`:
+//! an id, `latest`, `.set-aside/<run>`), restored by item number, and a partial restore that
+//! fails ([`doctor::AdminReport::failed`]).
 
 use std::path::Path;
 
@@ -138,7 +141,7 @@ fn restore_refuses_an_occupied_path_and_a_tampered_item() {
             "mismatch.json",
         ],
     );
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "a restore that refuses an item fails");
     let skipped = out["skipped"].as_array().unwrap();
     let why = |p: &str| {
         skipped
@@ -282,7 +285,7 @@ fn restore_never_touches_a_held_store() {
             "beta/runtime/threads/th-lost.json",
         ],
     );
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "a restore that could not put an item back fails");
     assert_eq!(out["outcomes"][0]["outcome"], "skipped", "{out:#}");
     assert_eq!(
         out["outcomes"][0]["why"],
@@ -618,7 +621,7 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
     std::fs::write(run_dir.join("MANIFEST.jsonl"), manifest).unwrap();
 
     let (code, out, stderr) = doctor(&s, &["--restore", APP_RUN]);
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(code, 1, "a restore that refuses a line fails: {stderr}");
     assert_admin_valid(&out);
     let why = out["skipped"][0]["why"].as_str().unwrap();
     assert!(
@@ -723,4 +726,301 @@ fn lines_that_do_not_parse_are_reported_not_dropped() {
         "{purge:#}"
     );
     assert_eq!(set_aside_runs(&s), [run], "the run is kept");
+}
+
+// ---- naming and listing set-aside runs, through the library ------------------------------
+
+/// The options of a library call on `s` at [`NOW`], reading nothing outside S.
+fn lib_opts(s: &Path) -> doctor::RepairOptions {
+    let mut o = doctor::RepairOptions::new(s);
+    o.clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());
+    o.codewhale_home = None;
+    o
+}
+
+#[track_caller]
+fn assert_list_valid(report: &impl serde::Serialize) {
+    let v = serde_json::to_value(report).unwrap();
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../../../docs/schemas/list-output.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errs: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errs.is_empty(), "{errs:?}\n{v:#}");
+}
+
+/// The lines of run `run`'s manifest.
+fn manifest_lines(s: &Path, run: &str) -> Vec<Value> {
+    std::fs::read_to_string(s.join(".set-aside").join(run).join("MANIFEST.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The items still set aside of run `run`, as plain `doctor` reports them.
+fn status_items(opts: &doctor::RepairOptions, run: &str) -> u64 {
+    let status = doctor::status(opts).unwrap();
+    status
+        .set_aside_runs
+        .iter()
+        .find(|r| r.run == run)
+        .unwrap_or_else(|| panic!("{run} is not listed: {status:?}"))
+        .items
+}
+
+#[test]
+fn a_repairs_run_is_listed_numbered_and_restored_by_number() {
+    use doctor::ItemState;
+    let (_tmp, s) = demo_with_old_artifacts();
+    let opts = lib_opts(&s);
+    let repair = doctor::repair_sessions(&opts).unwrap();
+    let run = repair.run.clone();
+    let lines = manifest_lines(&s, &run);
+    let n = lines.len() as u64;
+
+    let runs = doctor::list_runs(&opts).unwrap();
+    assert_list_valid(&runs);
+    let mut rules: Vec<String> = lines
+        .iter()
+        .map(|l| l["rule"].as_str().unwrap().to_owned())
+        .collect();
+    rules.sort();
+    rules.dedup();
+    let bytes: u64 = lines.iter().map(|l| l["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        runs.runs,
+        [doctor::RunEntry {
+            run: run.clone(),
+            at: Some(NOW.into()),
+            rules,
+            items: n,
+            bytes,
+            restored: 0,
+            written_by_app: false,
+        }]
+    );
+    assert!(runs.errors.is_empty(), "{:?}", runs.errors);
+    let human = runs.render_human();
+    assert!(
+        human.contains(&format!("{n} items")) && human.ends_with("1 set-aside run\n"),
+        "{human}"
+    );
+
+    // `latest` and the path the notice line prints name the run.
+    let notice = repair.summary.set_aside_path.clone().unwrap();
+    assert_eq!(notice, format!(".set-aside/{run}"));
+    let absolute = s.join(&notice);
+    for given in [
+        run.clone(),
+        "latest".into(),
+        notice.clone(),
+        format!("{notice}/"),
+        absolute.display().to_string(),
+        format!("{}/", absolute.display()),
+    ] {
+        assert_eq!(doctor::resolve_run(&opts, &given).unwrap(), run, "{given}");
+    }
+
+    let listing = doctor::list_run(&opts, "latest").unwrap();
+    assert_list_valid(&listing);
+    assert_eq!(listing.run, run);
+    assert_eq!(listing.at.as_deref(), Some(NOW));
+    let numbers: Vec<u64> = listing.items.iter().map(|i| i.number).collect();
+    assert_eq!(numbers, (1..=n).collect::<Vec<_>>(), "numbered from 1");
+    let originals: Vec<&str> = listing.items.iter().map(|i| i.original.as_str()).collect();
+    let in_manifest: Vec<&str> = lines
+        .iter()
+        .map(|l| l["original"].as_str().unwrap())
+        .collect();
+    assert_eq!(originals, in_manifest, "in manifest order");
+    assert!(
+        listing.items.iter().all(|i| i.state == ItemState::SetAside),
+        "{listing:#?}"
+    );
+    assert!(listing.refused.is_empty() && listing.errors.is_empty());
+    assert_eq!(
+        doctor::list_run(&opts, &format!("{notice}/"))
+            .unwrap()
+            .items,
+        listing.items
+    );
+    assert_eq!(status_items(&opts, &run), n);
+
+    // Restore one document by its number, naming the run by its path.
+    let doc = listing
+        .items
+        .iter()
+        .find(|i| i.kind == Some(plan::ItemKind::Document))
+        .expect("the repair set a document aside");
+    let restored = doctor::restore(&opts, &notice, &[doc.number.to_string()]).unwrap();
+    assert_admin_valid(&serde_json::to_value(&restored).unwrap());
+    assert!(!restored.failed(), "{}", restored.render_human());
+    assert_eq!(restored.summary.items_restored, 1);
+    let paths: Vec<&str> = restored
+        .plan
+        .actions
+        .iter()
+        .filter(|a| a.rule != "doctor")
+        .map(|a| a.path.as_str())
+        .collect();
+    assert_eq!(paths, [doc.original.as_str()]);
+    assert!(s.join(&doc.original).is_file(), "{} is back", doc.original);
+
+    let after = doctor::list_run(&opts, &run).unwrap();
+    assert_list_valid(&after);
+    for item in &after.items {
+        let want = if item.number == doc.number {
+            ItemState::Restored
+        } else {
+            ItemState::SetAside
+        };
+        assert_eq!(item.state, want, "{item:?}");
+    }
+    let human = after.render_human();
+    assert!(human.contains(", 1 restored, "), "{human}");
+    assert_eq!(doctor::list_runs(&opts).unwrap().runs[0].restored, 1);
+    assert_eq!(
+        status_items(&opts, &run),
+        n - 1,
+        "status counts the items still set aside"
+    );
+}
+
+#[test]
+fn an_unknown_run_or_item_number_is_an_error_with_exit_code_2() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let opts = lib_opts(&s);
+    match doctor::resolve_run(&opts, "latest") {
+        Err(e @ doctor::Error::NoSuchRun { .. }) => {
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains("latest"), "{e}");
+        }
+        other => panic!("no run is latest yet: {other:?}"),
+    }
+    let none = doctor::list_runs(&opts).unwrap();
+    assert_list_valid(&none);
+    assert!(none.render_human().ends_with("no set-aside runs\n"));
+
+    let run = doctor::repair_sessions(&opts).unwrap().run;
+    let before = user_tree(&s);
+    for given in [
+        "nope",
+        "20990101T000000Z-abcdef",
+        ".set-aside/nope",
+        "/elsewhere/.set-aside/20261129T120000Z-a1b2c3",
+    ] {
+        for e in [
+            doctor::list_run(&opts, given).unwrap_err(),
+            doctor::restore(&opts, given, &[]).unwrap_err(),
+        ] {
+            assert!(
+                matches!(e, doctor::Error::NoSuchRun { .. }),
+                "{given}: {e:?}"
+            );
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(given), "{e}");
+        }
+    }
+    assert!(matches!(
+        doctor::resolve_run(&opts, "nope"),
+        Err(doctor::Error::NoSuchRun { .. })
+    ));
+
+    let n = doctor::list_run(&opts, &run).unwrap().items.len();
+    for item in [(n + 1).to_string(), "0".into(), "nope.json".into()] {
+        let e = doctor::restore(&opts, "latest", std::slice::from_ref(&item)).unwrap_err();
+        match &e {
+            doctor::Error::NoSuchItem { run: r, item: i } => {
+                assert_eq!((r, i), (&run, &item));
+            }
+            other => panic!("{item}: {other:?}"),
+        }
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!("set-aside run {run} has no item {item}")
+        );
+    }
+    assert_eq!(user_tree(&s), before, "nothing was written");
+}
+
+#[test]
+fn a_partial_restore_says_what_it_refused_and_fails() {
+    use doctor::ItemState;
+    let (_tmp, s) = demo_with_old_artifacts();
+    let opts = lib_opts(&s);
+    let run = doctor::repair_sessions(&opts).unwrap().run;
+    let n = doctor::list_run(&opts, &run).unwrap().items.len() as u64;
+    std::fs::write(s.join("torn.json"), "a new torn.json written since").unwrap();
+    std::fs::write(
+        s.join(".set-aside").join(&run).join("garbage.json"),
+        "tampered",
+    )
+    .unwrap();
+
+    let mut dry_opts = lib_opts(&s);
+    dry_opts.dry_run = true;
+    let dry = doctor::restore(&dry_opts, "latest", &[]).unwrap();
+    assert!(dry.failed(), "a dry run that would refuse fails too");
+    assert_eq!(dry.items_refused, 2, "{}", dry.render_human());
+    let restorable = dry.summary.items_restored;
+    assert_eq!(
+        dry.render_human().lines().last().unwrap(),
+        format!(
+            "would restore {restorable} of {} items; 2 refused: see above",
+            restorable + 2
+        )
+    );
+
+    let real = doctor::restore(&opts, "latest", &[]).unwrap();
+    assert_admin_valid(&serde_json::to_value(&real).unwrap());
+    assert!(real.failed(), "a partial restore fails");
+    assert_eq!(real.summary.items_restored, restorable);
+    let human = real.render_human();
+    assert!(
+        human.contains("original path is occupied: torn.json")
+            && human.ends_with(&format!(
+                "restored {restorable} of {} items; 2 refused: see above\n",
+                restorable + 2
+            )),
+        "{human}"
+    );
+
+    let after = doctor::list_run(&opts, &run).unwrap();
+    assert_list_valid(&after);
+    let state = |path: &str| {
+        after
+            .items
+            .iter()
+            .find(|i| i.original == path)
+            .map(|i| (i.state, i.why.clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        state("torn.json"),
+        (ItemState::SetAside, None),
+        "kept in the run"
+    );
+    let (garbage, why) = state("garbage.json");
+    assert_eq!(garbage, ItemState::Missing);
+    assert!(
+        why.unwrap()
+            .ends_with("garbage.json does not match its manifest line"),
+        "{after:#?}"
+    );
+    let restored = after
+        .items
+        .iter()
+        .filter(|i| i.state == ItemState::Restored)
+        .count() as u64;
+    assert_eq!(restored, restorable);
+    assert_eq!(status_items(&opts, &run), n - restorable);
 }

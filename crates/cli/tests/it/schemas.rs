@@ -44,6 +44,10 @@ const SCHEMAS: &[(&str, &str)] = &[
         include_str!("../../../../docs/schemas/admin-output.schema.json"),
     ),
     (
+        "list-output",
+        include_str!("../../../../docs/schemas/list-output.schema.json"),
+    ),
+    (
         "unbind-receipt-line",
         include_str!("../../../../docs/schemas/unbind-receipt-line.schema.json"),
     ),

@@ -74,7 +74,11 @@ fn c51_a_file_created_during_a_restore_is_never_replaced() {
         &format!("move .set-aside/{run}/torn.json"),
         || std::fs::write(c.s.join("torn.json"), b"theirs\n").unwrap(),
     );
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        code,
+        Some(1),
+        "a restore that could not put an item back fails: {stderr}"
+    );
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let o = outcome_in(&report, "torn.json");
     assert_eq!(o["outcome"], "skipped", "{o}");

@@ -218,7 +218,11 @@ fn c67_a_restore_through_a_symlinked_session_directory_skips_the_item() {
         let out = doctor_args(&args, Duration::from_secs(30));
         let said = out.said();
         assert!(!out.timed_out, "{said}");
-        assert_eq!(out.code, Some(0), "dry_run {dry_run}: {said}");
+        assert_eq!(
+            out.code,
+            Some(1),
+            "dry_run {dry_run}: a restore that skips an item fails: {said}"
+        );
         let report: Value = serde_json::from_str(&out.stdout)
             .unwrap_or_else(|e| panic!("dry_run {dry_run} ({e}): {said}"));
         let skipped = report["skipped"].as_array().unwrap();
