@@ -40,6 +40,23 @@ impl LockGuard {
     }
 }
 
+impl std::os::fd::AsFd for LockGuard {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+/// Releases the lock explicitly before the descriptor closes. A lock belongs to the open file
+/// description, which a process forked meanwhile (by a host embedding the doctor, or a test
+/// harness starting children) shares until it execs: closing our descriptor alone would leave
+/// the lock held through the child's copy, and the next action on the same store would find it
+/// "in use by another process".
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
 pub(crate) fn probe(file: &File) -> io::Result<LockProbe> {
     match file.try_lock() {
         Ok(()) => {

@@ -565,3 +565,53 @@ fn every_command_over_the_demo_store() {
     settings.set_omit_expression(true);
     settings.bind(|| insta::assert_snapshot!("commands", snap));
 }
+
+/// json-lines streams the progress of each phase (scanning, then applying, each ending at its
+/// total), then one line per action with its outcome, then the summary; every line follows
+/// `docs/schemas/json-lines.schema.json`.
+#[test]
+fn json_lines_streams_progress_actions_and_the_summary() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let out = doctor(&[
+        "sessions",
+        "repair",
+        "--output-format",
+        "json-lines",
+        "--sessions-dir",
+        &s_arg(&s),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../../../docs/schemas/json-lines.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::draft202012::options().build(&schema).unwrap();
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for l in &lines {
+        let errors: Vec<String> = validator.iter_errors(l).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}: {l}");
+    }
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    let last_of = |phase: &str| {
+        lines
+            .iter()
+            .rfind(|l| l["type"] == "progress" && l["phase"] == phase)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {phase} progress: {types:?}"))
+    };
+    for phase in ["scanning", "applying"] {
+        let end = last_of(phase);
+        assert_eq!(
+            end["done"], end["total"],
+            "{phase} ends at its total: {end}"
+        );
+    }
+    let actions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "action").collect();
+    assert_eq!(actions.len(), 8, "{types:?}");
+    assert!(actions.iter().all(|a| a["outcome"]["outcome"] == "applied"));
+    assert_eq!(types.last(), Some(&"summary"));
+}

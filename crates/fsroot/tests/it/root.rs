@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use fsroot::{EntryKind, Error, LockProbe, Root, WritableRoot};
+use fsroot::{EntryKind, Error, LockProbe, Root, TryLock, WritableRoot};
 
 #[test]
 fn refuses_paths_that_leave_the_root() {
@@ -330,4 +330,35 @@ fn a_held_directory_lists_reads_and_probes_through_its_handle() {
         Error::NotAFile { .. }
     ));
     assert!(held.probe_lock("link.json".as_ref()).is_err());
+}
+
+/// A lock released while another process still holds a copy of its descriptor (a child forked
+/// before it execs, which any process starting children has for a moment) is free at once: the
+/// guard unlocks the open file description before closing. The child here holds the copy as its
+/// stdin for as long as the test needs, so the race is deterministic.
+#[test]
+fn a_released_lock_is_free_while_another_process_holds_a_copy_of_its_descriptor() {
+    use std::os::fd::AsFd;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    let lock = Path::new("owner.lock");
+    let TryLock::Acquired(guard) = root.try_lock(lock, true, 0o644).unwrap() else {
+        panic!("the lock is free at first");
+    };
+    // A copy of the descriptor that a child keeps: the same open file description.
+    let copy = rustix::io::dup(guard.as_fd()).unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("600")
+        .stdin(std::process::Stdio::from(copy))
+        .spawn()
+        .unwrap();
+    drop(guard);
+    let again = root.try_lock(lock, true, 0o644).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        matches!(again, TryLock::Acquired(_)),
+        "a released lock must not stay held through another process's copy: {again:?}"
+    );
 }
