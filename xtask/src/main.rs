@@ -1,4 +1,5 @@
-//! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, tidy checks).
+//! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, man pages and
+//! completions, tidy checks).
 //!
 //! This is a dev tool, not product code: it may use `std::fs` directly, and the tidy rule that
 //! confines `std::fs` to `crates/fsroot` does not apply to it. Each subcommand lives in its own
@@ -7,6 +8,7 @@
 //! ```text
 //! cargo xtask snapshots [--accept] [--no-test]
 //! cargo xtask docs [--check]
+//! cargo xtask dist [--check]
 //! cargo xtask tidy
 //! cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
 //! ```
@@ -16,6 +18,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod bench;
+mod dist;
 mod docs;
 mod layers;
 mod snapshots;
@@ -41,6 +44,11 @@ tasks:
   docs [--check]
       Generate docs/rules/<code>.md from each rule's doc() in the registries; --check fails when a
       page is stale. The check also runs in `cargo test`.
+  dist [--check]
+      Generate the man pages (dist/man/doctor.1, one page per command) and the shell
+      completions (dist/completions/) from the command line's clap definition; --check
+      fails listing every file that is missing, stale or not generated. The check also
+      runs in `cargo test`.
   tidy
       Check that `std::fs` is used only in crates/fsroot and that every .rs file starts
       with a `//!` line. Also run by `cargo test`.
@@ -66,6 +74,8 @@ fn main() -> ExitCode {
         "bench" => bench::run(&workspace_root(), rest),
         "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
         "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
+        "dist" if rest.is_empty() => dist::run(&workspace_root(), false),
+        "dist" if rest == ["--check"] => dist::run(&workspace_root(), true),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

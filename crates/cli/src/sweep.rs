@@ -491,7 +491,7 @@ impl SweepReport {
     /// The line the human form closes its actions with: for a dry run, how many actions were
     /// planned, the bytes they free (and the actions deferred) and that nothing was written;
     /// for a real run, what was reclaimed, or `None` when nothing was.
-    fn closing_line(&self) -> Option<String> {
+    pub(crate) fn closing_line(&self) -> Option<String> {
         let sm = &self.summary;
         let n = self.plan.actions.len();
         if self.dry_run {

@@ -208,7 +208,12 @@ impl Printer {
         if self.machine(report) {
             return;
         }
-        let quiet = quiet_lines(report.summary.errors.iter().map(ToString::to_string), None);
+        // The notice line of a real sweep that reclaimed something.
+        let notice = (!report.dry_run).then(|| report.closing_line()).flatten();
+        let quiet = quiet_lines(
+            report.summary.errors.iter().map(ToString::to_string),
+            notice,
+        );
         self.report(report, &report.render_human(), quiet.as_deref());
     }
 

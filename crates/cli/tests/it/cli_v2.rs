@@ -228,6 +228,19 @@ fn check_fails_on_deferred_work_too() {
     assert_eq!(out.code, Some(3), "{}", out.said());
     assert!(out.stdout.contains("1 deferred"), "{}", out.stdout);
     assert!(root.join("go-build123").exists(), "--check writes nothing");
+    // A quiet real sweep prints its notice line alone.
+    let quiet = Doctor::new()
+        .args(["build-dirs", "sweep", "-q", "--min-age", "0s", "--root"])
+        .arg(&root)
+        .env("XDG_STATE_HOME", &state)
+        .run();
+    assert_eq!(quiet.code, Some(0), "{}", quiet.said());
+    assert_eq!(
+        quiet.stdout,
+        "Build dirs reclaimed: 1 directory, 6 B freed\n",
+        "{}",
+        quiet.said()
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod stores;
 
 mod bad_input;
 mod build_dirs;
+mod ci_examples;
 mod cli_v2;
 mod demo;
 mod fd_leak;
