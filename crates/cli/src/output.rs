@@ -67,7 +67,7 @@ impl RepairReport {
 
     pub(crate) fn dry(sessions_dir: String, run: RunId, planned: Planned<Summary>) -> RepairReport {
         let mut actions = engine::count_actions(sessions::RULES, &planned.plan.actions);
-        if actions.items_set_aside() > 0 {
+        if planned.plan.actions.iter().any(fills_set_aside) {
             actions.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
         }
         RepairReport {
@@ -668,6 +668,19 @@ fn interrupted_writes(actions: &[PlannedAction], outcomes: Option<&Vec<Outcome>>
         .collect()
 }
 
+/// Whether applying `a` writes into the run's `.set-aside/<run>/`: a set-aside, or a thread
+/// rewrite (its record's previous version). The dry and the real summary name that directory
+/// by this one test.
+fn fills_set_aside(a: &PlannedAction) -> bool {
+    matches!(
+        a.action,
+        plan::Action::SetAside { .. }
+            | plan::Action::UnbindThread
+            | plan::Action::RecoverThread { .. }
+            | plan::Action::BindThread { .. }
+    )
+}
+
 /// The summary of what planning found: the rules' counters, the actions the bound deferred,
 /// and the errors met.
 fn planned_summary(planned: &Planned<Summary>) -> Summary {
@@ -690,13 +703,7 @@ fn merged(mut base: Summary, more: &Summary) -> Summary {
 /// wrote into it (a set-aside, or a rewrite's previous version).
 fn counted(plan: &Plan, applied: &Applied, run: &RunId) -> Summary {
     let mut summary = engine::count_actions(sessions::RULES, applied.applied(plan));
-    let filled = applied.applied(plan).any(|a| {
-        !matches!(
-            a.action,
-            plan::Action::Purge | plan::Action::RemoveTemp | plan::Action::ReclaimDir { .. }
-        )
-    });
-    if filled {
+    if applied.applied(plan).any(fills_set_aside) {
         summary.set_aside_path = Some(format!("{}/{}", store::ids::SET_ASIDE_DIR, run.0));
     }
     summary.errors.clone_from(&applied.errors);

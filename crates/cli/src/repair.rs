@@ -54,7 +54,7 @@ pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, Error> {
         || store::recognize::has_store_mark(&root)?
         || store::recognize::has_readable_document(&root)?;
     if !marked {
-        return Err(not_a_session_store(opts, &root));
+        return Err(not_a_session_store(&opts.sessions_dir, &root));
     }
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
         return Err(Error::Busy(
@@ -87,16 +87,16 @@ fn recognize(
     if marked || planned.documents.readable > 0 {
         return Ok(());
     }
-    Err(not_a_session_store(opts, root))
+    Err(not_a_session_store(&opts.sessions_dir, root))
 }
 
-/// [`Error::NotASessionStore`] for the sessions directory, suggesting its `sessions/`.
-fn not_a_session_store(opts: &RepairOptions, root: &Root) -> Error {
+/// [`Error::NotASessionStore`] for the sessions directory `dir`, suggesting its `sessions/`.
+fn not_a_session_store(dir: &Path, root: &Root) -> Error {
     let sessions = Path::new("sessions");
     let hint = matches!(root.stat(sessions), Ok(Some(s)) if s.kind == fsroot::EntryKind::Dir)
-        .then(|| opts.sessions_dir.join(sessions));
+        .then(|| dir.join(sessions));
     Error::NotASessionStore {
-        dir: PathBuf::from(absolute(&opts.sessions_dir)),
+        dir: PathBuf::from(absolute(dir)),
         hint,
     }
 }
@@ -105,15 +105,16 @@ fn not_a_session_store(opts: &RepairOptions, root: &Root) -> Error {
 const MASS_MIN_DOCUMENTS: u64 = 10;
 
 /// Plans the selected rules. When R1 would set aside more than half of the documents of a store
-/// that has at least [`MASS_MIN_DOCUMENTS`], and the options do not allow it, plans again
-/// without R1 (a rule that does not run has no effect on the others) and returns why.
+/// that has at least [`MASS_MIN_DOCUMENTS`], and the options do not allow it, no rule's action
+/// is kept (the documents R1 misjudges would mislead the rules after it too: an unreadable
+/// document binds nothing and names no session), only the doctor's housekeeping, and the reason
+/// is returned.
 fn plan_guarded(
     opts: &RepairOptions,
     root: &Root,
     config: &engine::Config,
 ) -> Result<(engine::Planned<sessions::Summary>, Option<engine::Problem>), Error> {
-    let rules = opts.rules();
-    let planned = engine::plan_sessions(root, &rules, config)?;
+    let mut planned = engine::plan_sessions(root, &opts.rules(), config)?;
     let r1 = planned
         .proposed
         .iter()
@@ -123,19 +124,20 @@ fn plan_guarded(
     if opts.allow_mass_set_aside || all < MASS_MIN_DOCUMENTS || r1 * 2 <= all {
         return Ok((planned, None));
     }
-    let without_r1: Vec<_> = rules
-        .into_iter()
-        .filter(|r| r.code() != sessions::UnreadableDocument.code())
-        .collect();
-    let planned = engine::plan_sessions(root, &without_r1, config)?;
+    planned
+        .plan
+        .actions
+        .retain(|a| a.rule == engine::housekeeping::CODE);
+    planned.plan.deferred = 0;
+    planned.limit_reached = false;
     let why = engine::Problem::new(
         absolute(&opts.sessions_dir),
         "plan",
         std::io::ErrorKind::InvalidData,
         format!(
             "R1 would set aside {r1} of {all} documents: this looks like a format the doctor \
-             does not know, not damage; nothing was planned for R1 (--allow-mass-set-aside sets \
-             them aside anyway)"
+             does not know, not damage; no rule's action was planned (--allow-mass-set-aside \
+             plans them anyway)"
         ),
     );
     Ok((planned, Some(why)))
@@ -239,6 +241,13 @@ pub fn apply_plan_bytes(
     engine::check_plan(sessions::RULES, &file.plan).map_err(bad)?;
     let dir = PathBuf::from(&file.sessions_dir);
     let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
+    // The same guard as a repair, before anything is written: a plan file names the directory
+    // it changes, and a hand-made one may name any.
+    if !(store::recognize::has_store_mark(&root)?
+        || store::recognize::has_readable_document(&root)?)
+    {
+        return Err(not_a_session_store(&dir, &root));
+    }
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
         return Err(Error::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };

@@ -19,15 +19,44 @@ pub const NAME: &str = "interrupted-write";
 /// Their reason.
 pub const REASON: &str = "temporary file of an interrupted doctor write";
 
-/// Whether `a` is a housekeeping action of the one shape it has: a `remove_temp` of a file
-/// whose name is a temporary file's, under the housekeeping code.
+/// Whether `a` is a housekeeping action of the one shape it has: a `remove_temp`, under the
+/// housekeeping code, of a path where the doctor's atomic writes leave temporary files
+/// ([`is_temp_place`]).
 pub fn accepts(a: &PlannedAction) -> bool {
-    a.rule == CODE
-        && a.action == Action::RemoveTemp
-        && a.path
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
-        && fsroot::temp::is_temp(a.path.rsplit('/').next().unwrap_or(&a.path))
+    a.rule == CODE && a.action == Action::RemoveTemp && is_temp_place(&a.path)
+}
+
+/// Whether `path` (relative to S) is a place where the doctor's atomic writes leave temporary
+/// files, and names one: beside a session document in S (`.<id>.json.doctor-tmp-*`, the
+/// document's id valid and not reserved), in `.reconcile/`, or beside a thread record in a
+/// store's `threads/` (`<id>/.../threads/.<tid>.json.doctor-tmp-*`). Nothing else: not under
+/// `.set-aside/`, `checkpoints/` or `.late-usage/`, not in a session's other directories. The
+/// planner and the saved-plan check both judge by this one predicate.
+pub fn is_temp_place(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some((name, dirs)) = parts.split_last() else {
+        return false;
+    };
+    let Some(target) = fsroot::temp::target(name) else {
+        return false;
+    };
+    let document = |t: &str| {
+        t.strip_suffix(".json")
+            .is_some_and(|id| store::ids::is_valid_id(id) && !store::ids::is_reserved_top(t))
+    };
+    let plain = |c: &&str| !c.is_empty() && !c.starts_with('.');
+    match dirs {
+        [] => document(target),
+        [dir] => *dir == RECONCILE_DIR,
+        [session, .., threads] => {
+            *threads == "threads"
+                && store::ids::is_valid_id(session)
+                && dirs.iter().all(plain)
+                && target
+                    .strip_suffix(".json")
+                    .is_some_and(store::ids::is_valid_id)
+        }
+    }
 }
 
 /// The temporary files a real run removes: `candidates` (those the scan found, in S and in
@@ -54,9 +83,12 @@ pub fn plan_interrupted_writes(
         Err(e) if e.is_not_found() => {}
         Err(e) => errors.push(Problem::from(&e)),
     }
-    // This process's own writes in progress are never someone's interrupted write.
+    // Only where the doctor leaves temporary files; never one whose writer is still alive (this
+    // process's own writes in progress, a host writing with the same library), nor one of a
+    // store or session somebody holds.
     all.retain(|p| {
-        !fsroot::temp::is_own(p.rsplit('/').next().unwrap_or(p)) && nobody_holds(root, p)
+        let name = p.rsplit('/').next().unwrap_or(p);
+        is_temp_place(p) && !fsroot::temp::writer_alive(name) && nobody_holds(root, p)
     });
     all.sort();
     all.dedup();
@@ -157,15 +189,19 @@ mod tests {
     #[test]
     fn each_removal_is_planned_with_the_files_digest_and_heads_the_plan() {
         let tmp = tempfile::tempdir().unwrap();
-        let temp = ".a.json.doctor-tmp-4242-0";
+        let temp = ".a.json.doctor-tmp-9999999-0";
         write(tmp.path(), temp, b"half a document");
-        write(tmp.path(), ".reconcile/.last.json.doctor-tmp-4242-1", b"{");
+        write(
+            tmp.path(),
+            ".reconcile/.last.json.doctor-tmp-9999999-1",
+            b"{",
+        );
         let root = Root::open(tmp.path()).unwrap();
         let mut errors = Vec::new();
         let planned = plan_interrupted_writes(&root, &[temp.to_owned()], &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         let paths: Vec<&str> = planned.iter().map(|a| a.path.as_str()).collect();
-        assert_eq!(paths, [temp, ".reconcile/.last.json.doctor-tmp-4242-1"]);
+        assert_eq!(paths, [temp, ".reconcile/.last.json.doctor-tmp-9999999-1"]);
         let digest = root.file_digest(Path::new(temp)).unwrap();
         assert_eq!(
             planned[0].precondition,
@@ -194,16 +230,72 @@ mod tests {
     }
 
     #[test]
-    fn a_temporary_file_of_a_live_session_is_not_planned() {
+    fn only_the_places_the_doctor_writes_hold_its_temporary_files() {
+        for path in [
+            ".a.json.doctor-tmp-9999999-0",
+            ".reconcile/.last.json.doctor-tmp-9999999-1",
+            "a/runtime/threads/.t-1.json.doctor-tmp-9999999-2",
+        ] {
+            assert!(is_temp_place(path), "{path}");
+        }
+        for path in [
+            "a.json",
+            ".session_boot_owners.json.doctor-tmp-9999999-3",
+            ".config.doctor-tmp-9999999-3",
+            "alpha/artifacts/.notes.doctor-tmp-1-2",
+            ".set-aside/20260101T000000Z-abcdef/.x.json.doctor-tmp-7-7",
+            ".set-aside/20260101T000000Z-abcdef/a/runtime/threads/.t.json.doctor-tmp-7-7",
+            "checkpoints/.a.json.doctor-tmp-9999999-4",
+            ".late-usage/.a.live.doctor-tmp-9999999-4",
+            "a/.hidden/threads/.t.json.doctor-tmp-9999999-5",
+            "../a/runtime/threads/.t.json.doctor-tmp-9999999-5",
+            "a/runtime/threads/x/.t.json.doctor-tmp-9999999-6",
+        ] {
+            assert!(!is_temp_place(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_temporary_file_whose_writer_is_alive_or_that_lies_elsewhere_is_not_planned() {
         let tmp = tempfile::tempdir().unwrap();
-        let temp = "alpha/.notes.doctor-tmp-4242-0";
-        write(tmp.path(), temp, b"x");
-        write(tmp.path(), ".late-usage/alpha.live", b"");
-        let lease = std::fs::File::open(tmp.path().join(".late-usage/alpha.live")).unwrap();
-        rustix::fs::flock(&lease, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let own = fsroot::temp::name("mine.json".as_ref(), std::process::id(), 0);
+        let own = own.to_str().unwrap().to_owned();
+        write(tmp.path(), &own, b"in flight");
+        write(tmp.path(), ".boot.json.doctor-tmp-1-0", b"pid 1 writes it");
+        let stray = "alpha/artifacts/.notes.doctor-tmp-9999999-2";
+        write(tmp.path(), stray, b"user data");
         let root = Root::open(tmp.path()).unwrap();
         let mut errors = Vec::new();
-        assert!(plan_interrupted_writes(&root, &[temp.to_owned()], &mut errors).is_empty());
+        let candidates = [
+            own,
+            ".boot.json.doctor-tmp-1-0".to_owned(),
+            stray.to_owned(),
+        ];
+        assert!(plan_interrupted_writes(&root, &candidates, &mut errors).is_empty());
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_temporary_file_of_a_live_session_is_not_planned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let temp = "alpha/runtime/threads/.t-1.json.doctor-tmp-9999999-0";
+        write(tmp.path(), temp, b"x");
+        write(tmp.path(), ".late-usage/alpha.live", b"");
+        let root = Root::open(tmp.path()).unwrap();
+        let mut errors = Vec::new();
+        let planned =
+            |errors: &mut Vec<_>| plan_interrupted_writes(&root, &[temp.to_owned()], errors);
+        assert_eq!(
+            planned(&mut errors).len(),
+            1,
+            "planned while nobody holds the session"
+        );
+        let lease = std::fs::File::open(tmp.path().join(".late-usage/alpha.live")).unwrap();
+        rustix::fs::flock(&lease, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        assert!(
+            planned(&mut errors).is_empty(),
+            "not while its session is live"
+        );
         assert!(errors.is_empty(), "{errors:?}");
     }
 }

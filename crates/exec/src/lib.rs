@@ -103,7 +103,8 @@ impl Applied {
 }
 
 /// Applies `plan` as run `run` through `target`, action for action: each is checked, then
-/// applied, then receipted, whatever its outcome; the run goes on after a skip or a failure.
+/// applied, then receipted, whatever its outcome; the run goes on after a skip or a failure,
+/// but stops applying once a receipt could not be written (the rest are not attempted).
 /// The guard proves the run's single-flight lock is held. Each action done is reported to
 /// `progress` (phase `applying`).
 pub fn execute<T: Target>(
@@ -127,6 +128,17 @@ pub fn execute<T: Target>(
         planned_at: &planned_at,
     };
     for action in &plan.actions {
+        // Every action is receipted: once a receipt could not be written, no further action
+        // is applied (it would go unreceipted too); each is reported as not attempted.
+        if applied.records_failed {
+            applied.outcomes.push(Outcome {
+                seq: action.seq,
+                outcome: OutcomeKind::Skipped,
+                why: Some("not attempted: an earlier receipt could not be written".into()),
+            });
+            progress.tick();
+            continue;
+        }
         let result = target
             .check(action, &step)
             .and_then(|held| target.act(action, held, &step));

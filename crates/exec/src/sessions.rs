@@ -12,6 +12,7 @@ use fsroot::{LockGuard, TryLock, WritableRoot};
 
 use plan::{Action, ActionKind, ItemKind, OutcomeKind, PlannedAction};
 use store::ids::OWNER_LOCK;
+use store::Timestamp;
 
 use crate::act::Act;
 use crate::{Extra, Refusal, Step, Target};
@@ -20,9 +21,9 @@ use crate::{Extra, Refusal, Step, Target};
 #[derive(Debug)]
 pub struct SessionsTarget<'a> {
     root: &'a WritableRoot,
-    /// The `(action, path)` of every action an earlier run applied, with its run: read from the
-    /// receipts the first time a precondition fails.
-    applied_before: Option<HashMap<(ActionKind, String), String>>,
+    /// The `(action, path)` of every action an earlier run applied, with the run and the instant
+    /// of its last application: read from the receipts the first time a precondition fails.
+    applied_before: Option<HashMap<(ActionKind, String), (String, Timestamp)>>,
 }
 
 impl<'a> SessionsTarget<'a> {
@@ -34,8 +35,11 @@ impl<'a> SessionsTarget<'a> {
         }
     }
 
-    /// The run that already applied `a`'s action on its path, per the receipts of S.
-    fn applied_by(&mut self, a: &PlannedAction) -> Option<&str> {
+    /// The run that already applied `a`'s action on its path since the plan was made
+    /// (`planned_at`), per the receipts of S. It only words a skip (`already applied` instead of
+    /// `changed since planned`), so receipts that cannot be read, or lines that do not parse,
+    /// leave the plainer wording; restore and purge report them.
+    fn applied_by(&mut self, a: &PlannedAction, planned_at: &str) -> Option<&str> {
         let root = self.root;
         let seen = self.applied_before.get_or_insert_with(|| {
             let bytes = root
@@ -45,18 +49,20 @@ impl<'a> SessionsTarget<'a> {
                 .split(|b| *b == b'\n')
                 .filter_map(|l| serde_json::from_slice::<Receipt>(l).ok())
                 .filter(|r| r.outcome == OutcomeKind::Applied)
-                .map(|r| ((r.action, r.path), r.run))
+                .filter_map(|r| Some(((r.action, r.path), (r.run, Timestamp::parse(&r.at)?))))
                 .collect()
         });
+        let since = Timestamp::parse(planned_at)?;
         seen.get(&(a.action.kind(), a.path.clone()))
-            .map(String::as_str)
+            .filter(|(_, at)| *at >= since)
+            .map(|(run, _)| run.as_str())
     }
 }
 
 impl Target for SessionsTarget<'_> {
     type Held = Option<LockGuard>;
 
-    fn check(&mut self, a: &PlannedAction, _step: &Step<'_>) -> Result<Self::Held, Refusal> {
+    fn check(&mut self, a: &PlannedAction, step: &Step<'_>) -> Result<Self::Held, Refusal> {
         if crate::lease_held(self.root, &session_of(a))? {
             return Err(Refusal::Skip("session is live".into()));
         }
@@ -66,7 +72,7 @@ impl Target for SessionsTarget<'_> {
         };
         if let Err(refusal) = check_precondition(self.root, a) {
             // A plan applied a second time: its end state is already there.
-            return Err(match self.applied_by(a) {
+            return Err(match self.applied_by(a, step.planned_at) {
                 Some(run) => Refusal::Skip(format!("already applied (run {run})")),
                 None => refusal,
             });

@@ -29,6 +29,17 @@ pub fn is_own(name: &str) -> bool {
     parts(name).is_some_and(|(_, pid, _)| pid == std::process::id())
 }
 
+/// Whether the process that wrote a temporary file is still alive (`/proc/<pid>` exists): its
+/// write may be in flight, so the file is not an interrupted one. A name that is no temporary
+/// file's is not alive. A process id reused by another process keeps the file, which is safe.
+pub fn writer_alive(name: &str) -> bool {
+    parts(name).is_some_and(|(_, pid, _)| {
+        std::path::Path::new(&format!("/proc/{pid}"))
+            .try_exists()
+            .unwrap_or(true)
+    })
+}
+
 /// Target, pid and counter of a temporary file's name.
 fn parts(name: &str) -> Option<(&str, u32, u64)> {
     let rest = name.strip_prefix('.')?;
@@ -65,5 +76,9 @@ mod tests {
         assert_eq!(target(mine), Some("a.json"));
         assert!(is_own(mine));
         assert!(!is_own(".a.json.doctor-tmp-0-3"));
+        assert!(writer_alive(mine), "this process is alive");
+        assert!(writer_alive(".a.json.doctor-tmp-1-3"), "pid 1 is alive");
+        assert!(!writer_alive(&format!(".a.json.doctor-tmp-{}-3", u32::MAX)));
+        assert!(!writer_alive("a.json"));
     }
 }

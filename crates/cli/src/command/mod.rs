@@ -113,6 +113,13 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
             Ok(0)
         }
         Invocation::Repair(r) => {
+            // `--plan-out -` takes stdout for the plan alone: everything else goes to stderr.
+            let plan_to_stdout = r.plan_out.as_deref() == Some(Path::new("-"));
+            let printer = if plan_to_stdout {
+                printer.to_stderr()
+            } else {
+                printer.clone()
+            };
             let mut opts = options(&r.dir, clock)?;
             opts.dry_run = r.dry_run;
             opts.max_actions = r.max_actions;
@@ -133,12 +140,10 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
                 other => other?,
             };
             let mut report = report;
-            let mut plan_to_stdout = false;
             if let Some(path) = &r.plan_out {
                 let bytes = crate::plan_file_bytes(&report);
-                if path == Path::new("-") {
+                if plan_to_stdout {
                     printer.raw(&bytes);
-                    plan_to_stdout = true;
                 } else if let Err(e) = fsroot::write_standalone_file(path, &bytes) {
                     // After a real run the actions are applied whatever happens here: a plan
                     // file that cannot be written is reported with the rest, never instead.
@@ -152,11 +157,6 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
                     report.late_failure = true;
                 }
             }
-            let printer = if plan_to_stdout {
-                printer.to_stderr()
-            } else {
-                printer.clone()
-            };
             printer.repair(&report);
             if r.check && (!report.plan.actions.is_empty() || report.plan.deferred > 0) {
                 return Ok(3);

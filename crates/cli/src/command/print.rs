@@ -68,7 +68,10 @@ impl Printer {
     /// `message` until a phase with a count starts, cleared when `f` returns; with json-lines,
     /// `progress` lines on stdout as well; otherwise nothing.
     pub fn progress<T>(&self, message: &'static str, f: impl FnOnce(&ProgressSink) -> T) -> T {
-        let lines = (self.format == OutputFormat::JsonLines).then(JsonLinesProgress::default);
+        let lines = (self.format == OutputFormat::JsonLines).then(|| JsonLinesProgress {
+            to_stderr: self.to_stderr,
+            ..JsonLinesProgress::default()
+        });
         let bar = self.progress.then(|| {
             let bar = indicatif::ProgressBar::new_spinner();
             bar.set_message(message);
@@ -288,13 +291,15 @@ impl Progress for Watch {
 struct JsonLinesProgress {
     /// The phase, its total, what is done, and what the last line said.
     state: Mutex<(&'static str, u64, u64, u64)>,
+    /// The lines go to stderr (`--plan-out -` took stdout).
+    to_stderr: bool,
 }
 
 impl JsonLinesProgress {
     fn start(&self, phase: &'static str, total: u64) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         *s = (phase, total, 0, 0);
-        progress_line(phase, 0, total);
+        progress_line(self.to_stderr, phase, 0, total);
     }
 
     fn advance(&self, n: u64) {
@@ -304,15 +309,15 @@ impl JsonLinesProgress {
         let step = (total / 100).max(1);
         if done == total || done >= said + step {
             s.3 = done;
-            progress_line(phase, done, total);
+            progress_line(self.to_stderr, phase, done, total);
         }
     }
 }
 
-/// Writes one `progress` line of json-lines to stdout and flushes it.
-fn progress_line(phase: &str, done: u64, total: u64) {
+/// Writes one `progress` line of json-lines to stdout (or stderr) and flushes it.
+fn progress_line(to_stderr: bool, phase: &str, done: u64, total: u64) {
     let line = json_lines::progress_line(phase, done, Some(total));
-    emit(false, |out| writeln!(out, "{line}"));
+    emit(to_stderr, |out| writeln!(out, "{line}"));
 }
 
 /// `$GITHUB_STEP_SUMMARY`, when it names a file.

@@ -142,6 +142,29 @@ fn a_directory_that_is_not_a_session_store_is_refused_and_nothing_is_written() {
             "{args:?} wrote into a directory it refused"
         );
     }
+    // A plan file names the directory it changes: applied to one that is not a session store,
+    // it is refused the same way, before anything is written.
+    let plan_file = tmp.path().join("plan.json");
+    let plan = serde_json::json!({
+        "kind": "doctor-plan",
+        "schema_version": 1,
+        "sessions_dir": s_arg(&home),
+        "plan": {"actions": [], "deferred": 0},
+    });
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let out = doctor(&["sessions", "apply", &s_arg(&plan_file)]);
+    assert_eq!(out.code, Some(2), "{}", out.said());
+    assert!(
+        out.stderr.contains("does not look like a session store"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        tree(&home),
+        before,
+        "apply wrote into a directory it refused"
+    );
+
     // Who means it says so.
     let out = doctor(&[
         "sessions",
@@ -198,6 +221,30 @@ fn r1_setting_aside_most_documents_is_held_back_dry_and_real() {
         !s.join("no-title.json").exists(),
         "allowed, R1 sets them aside"
     );
+
+    // The documents R1 misjudges would mislead the rules after it too (an unreadable document
+    // binds nothing): when the guard holds R1 back, no rule acts. The demo store plans R4, R3,
+    // R2 and R5 actions; with ten more documents of an unknown format, none is planned.
+    let (_demo, d) = demo_with_old_artifacts();
+    for i in 0..10 {
+        std::fs::write(d.join(format!("unknown-{i}.json")), b"{\"format\": 2}").unwrap();
+    }
+    let before = tree(&d);
+    let out = doctor(&["sessions", "repair", "--json", "--sessions-dir", &s_arg(&d)]);
+    assert_eq!(out.code, Some(1), "{}", out.said());
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        report["plan"]["actions"],
+        serde_json::json!([]),
+        "{report:#}"
+    );
+    let after = tree(&d);
+    let changed: Vec<_> = before
+        .iter()
+        .filter(|(p, n)| after.get(*p) != Some(n))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(changed.is_empty(), "nothing is touched: {changed:?}");
 }
 
 #[test]
@@ -262,6 +309,25 @@ fn a_plan_goes_through_a_pipe_and_nothing_else_is_taken_for_one() {
         plan.stderr.contains("would set aside"),
         "the report goes to stderr: {}",
         plan.stderr
+    );
+    // Whatever the format: with json-lines too, stdout is the plan alone.
+    let lines = doctor(&[
+        "sessions",
+        "repair",
+        "--dry-run",
+        "--output-format",
+        "json-lines",
+        "--plan-out",
+        "-",
+        "--sessions-dir",
+        &s_arg(&s),
+    ]);
+    let file: Value = serde_json::from_str(&lines.stdout).expect("stdout is the plan alone");
+    assert_eq!(file["kind"], "doctor-plan");
+    assert!(
+        lines.stderr.contains("\"type\":\"summary\""),
+        "{}",
+        lines.stderr
     );
     let mut apply = Doctor::new()
         .args(["sessions", "apply", "-"])

@@ -290,7 +290,7 @@ fn an_opener_that_locks_a_moved_lock_file_reopens_the_path() {
 fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
-    write(s, ".gone.json.doctor-tmp-4242-0", "half a document");
+    write(s, ".gone.json.doctor-tmp-9999999-0", "half a document");
     write(
         s,
         ".my.doctor-tmp-notes",
@@ -304,7 +304,7 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     );
     write(
         s,
-        "h/runtime/threads/.t1.json.doctor-tmp-4242-1",
+        "h/runtime/threads/.t1.json.doctor-tmp-9999999-1",
         "half a record",
     );
     let _host = hold(&[&s.join("h/runtime/runtime-process.owner.lock")]);
@@ -317,12 +317,12 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     opts.dry_run = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     let dry = doctor::repair_sessions(&opts).unwrap();
-    assert_eq!(dry.interrupted_writes, [".gone.json.doctor-tmp-4242-0"]);
+    assert_eq!(dry.interrupted_writes, [".gone.json.doctor-tmp-9999999-0"]);
     assert!(dry
         .render_human()
-        .contains("would remove .gone.json.doctor-tmp-4242-0"));
+        .contains("would remove .gone.json.doctor-tmp-9999999-0"));
     assert!(
-        s.join(".gone.json.doctor-tmp-4242-0").exists(),
+        s.join(".gone.json.doctor-tmp-9999999-0").exists(),
         "a dry run removes nothing"
     );
 
@@ -331,19 +331,19 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
         real.interrupted_writes, dry.interrupted_writes,
         "dry run = real run"
     );
-    assert!(!s.join(".gone.json.doctor-tmp-4242-0").exists());
+    assert!(!s.join(".gone.json.doctor-tmp-9999999-0").exists());
     assert!(
         s.join(".my.doctor-tmp-notes").exists(),
         "not one of ours: never removed"
     );
     assert!(
-        s.join("h/runtime/threads/.t1.json.doctor-tmp-4242-1")
+        s.join("h/runtime/threads/.t1.json.doctor-tmp-9999999-1")
             .exists(),
         "inside a held store: never removed"
     );
     let receipts = std::fs::read_to_string(s.join(".reconcile/receipts.jsonl")).unwrap();
     assert!(
-        receipts.contains(r#""action":"remove_temp","path":".gone.json.doctor-tmp-4242-0""#),
+        receipts.contains(r#""action":"remove_temp","path":".gone.json.doctor-tmp-9999999-0""#),
         "{receipts}"
     );
 }
@@ -357,7 +357,7 @@ fn an_interrupted_write_inside_a_free_store_is_removed() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
     stores::store_with_thread(s, "f/runtime", "th-f", None, 0);
-    let temp = "f/runtime/threads/.th-f.json.doctor-tmp-4242-1";
+    let temp = "f/runtime/threads/.th-f.json.doctor-tmp-9999999-1";
     write(s, temp, "half a record");
     let mut opts = RepairOptions::new(s);
     // A store of runtime stores only, as the test needs: no mark of a session store.

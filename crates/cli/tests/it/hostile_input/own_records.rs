@@ -32,23 +32,31 @@ fn c49_a_late_failure_keeps_the_report() {
 }
 
 /// One receipt policy for every pack: the receipts log is a directory, so no receipt can be
-/// written. The sessions repair and the build-dirs sweep both apply their actions (nothing is
-/// lost: a set-aside is in the run's directory, a reclaimed work directory is regenerable),
-/// then fail the run (exit 1), each saying which action went unreceipted and why.
+/// written. The sessions repair and the build-dirs sweep both apply their first action (nothing
+/// is lost: a set-aside is in the run's directory, a reclaimed work directory is regenerable),
+/// say which action went unreceipted and why, apply no further action (it would go
+/// unreceipted too), and fail the run (exit 1).
 #[test]
 fn c80_a_receipt_that_cannot_be_written_fails_the_run_after_the_action_in_every_pack() {
     let c = Case::new();
-    write(
-        &c.s,
-        "torn.json",
-        b"{\"schema_version\": 1, \"messages\": [",
-    );
+    for name in ["torn.json", "torn2.json"] {
+        write(&c.s, name, b"{\"schema_version\": 1, \"messages\": [");
+    }
     std::fs::create_dir_all(c.s.join(".reconcile/receipts.jsonl/keep")).unwrap();
     let out = repair_bin(&c.s, false)
         .timeout(Duration::from_secs(60))
         .run();
     assert!(!out.timed_out);
     assert!(!c.s.join("torn.json").exists(), "the set-aside was applied");
+    assert!(
+        c.s.join("torn2.json").exists(),
+        "no action after a lost receipt: {}",
+        out.said()
+    );
+    assert_says(
+        &out.said(),
+        "not attempted: an earlier receipt could not be written",
+    );
     assert_says(
         &out.said(),
         "was applied, but its receipt could not be written",
@@ -59,11 +67,13 @@ fn c80_a_receipt_that_cannot_be_written_fails_the_run_after_the_action_in_every_
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     let state = tmp.path().join("state");
-    let work = root.join("go-build3000/b001");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(work.join("_pkg_.a"), b"object").unwrap();
     let old = std::time::SystemTime::now() - Duration::from_secs(3 * 3600);
-    crate::common::case::set_mtime_recursive(&root.join("go-build3000"), old);
+    for dir in ["go-build3000", "go-build3001"] {
+        let work = root.join(dir).join("b001");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("_pkg_.a"), b"object").unwrap();
+        crate::common::case::set_mtime_recursive(&root.join(dir), old);
+    }
     let receipts = state.join("doctor").join(doctor::sweep::RECEIPTS_FILE);
     std::fs::create_dir_all(receipts.join("keep")).unwrap();
     let sweep = Doctor::new()

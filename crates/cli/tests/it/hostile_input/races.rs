@@ -131,8 +131,8 @@ fn two_interrupted_writes() -> (Case, &'static str, &'static str) {
     let c = Case::new();
     store_with_thread(&c.s, "a/runtime", "th-a", None, 0);
     store_with_thread(&c.s, "b/runtime", "th-b", None, 0);
-    let temp_a = "a/runtime/threads/.th-a.json.doctor-tmp-4242-1";
-    let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-4242-1";
+    let temp_a = "a/runtime/threads/.th-a.json.doctor-tmp-9999999-1";
+    let temp_b = "b/runtime/threads/.th-b.json.doctor-tmp-9999999-1";
     write(&c.s, temp_a, "half");
     write(&c.s, temp_b, "half");
     (c, temp_a, temp_b)
