@@ -594,12 +594,8 @@ impl View for SweepReport {
             .unwrap_or_else(|| format::NOTHING_CHANGED.to_owned())
     }
 
-    fn errors(&self) -> Vec<String> {
-        self.summary
-            .errors
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+    fn problems(&self) -> &[engine::Problem] {
+        &self.summary.errors
     }
 
     fn summary_json(&self) -> serde_json::Value {

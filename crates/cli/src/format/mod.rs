@@ -100,7 +100,11 @@ pub trait View {
     /// purge, dry or real, the counts line its text output ends with.
     fn summary_line(&self) -> String;
     /// The errors met, each naming its path.
-    fn errors(&self) -> Vec<String>;
+    fn problems(&self) -> &[engine::Problem];
+    /// The messages of [`View::problems`].
+    fn errors(&self) -> Vec<String> {
+        self.problems().iter().map(ToString::to_string).collect()
+    }
     /// The report's `summary` object, as its JSON form has it.
     fn summary_json(&self) -> serde_json::Value;
 }
