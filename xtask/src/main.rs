@@ -1,5 +1,5 @@
 //! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, man pages and
-//! completions, tidy checks).
+//! completions, tidy checks, fuzzing).
 //!
 //! This is a dev tool, not product code: it may use `std::fs` directly, and the tidy rule that
 //! confines `std::fs` to `crates/fsroot` does not apply to it. Each subcommand lives in its own
@@ -11,6 +11,8 @@
 //! cargo xtask dist [--check]
 //! cargo xtask tidy
 //! cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
+//! cargo xtask fuzz --seconds N [--target NAME]...
+//! cargo xtask fuzz --seed
 //! ```
 
 // A developer tool: it works on the repository's files directly (clippy.toml's boundaries are
@@ -20,6 +22,8 @@
 mod bench;
 mod dist;
 mod docs;
+mod fuzz;
+mod fuzz_seed;
 mod layers;
 mod snapshots;
 mod tidy;
@@ -49,6 +53,12 @@ tasks:
       completions (dist/completions/) from the command line's clap definition; --check
       fails listing every file that is missing, stale or not generated. The check also
       runs in `cargo test`.
+  fuzz --seconds N [--target NAME]...
+      Run the fuzz targets of fuzz/ (cargo +nightly fuzz run; needs the nightly toolchain and
+      cargo-fuzz) one after the other for N seconds each, all of them or those named, and
+      print the executions of each and the total. A crash fails it and names the artifact.
+  fuzz --seed
+      Write the seed corpora of fuzz/corpus/ from fixtures/ (replacing them).
   tidy
       Check that `std::fs` is used only in crates/fsroot and that every .rs file starts
       with a `//!` line. Also run by `cargo test`.
@@ -72,6 +82,7 @@ fn main() -> ExitCode {
         "snapshots" => snapshots::Options::parse(rest).and_then(|o| snapshots::run(&o)),
         "tidy" if rest.is_empty() => tidy::run(&workspace_root()),
         "bench" => bench::run(&workspace_root(), rest),
+        "fuzz" => fuzz::run(&workspace_root(), rest),
         "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
         "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
         "dist" if rest.is_empty() => dist::run(&workspace_root(), false),

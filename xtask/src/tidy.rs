@@ -1,8 +1,8 @@
 //! `cargo xtask tidy`: the check of the source tree that neither the compiler nor clippy
 //! makes, also run by plain `cargo test` (`workspace_is_tidy`): every `.rs` file of the
-//! workspace (outside `target/`) starts with a `//!` line saying what it owns. Where the
-//! filesystem, the clock and the environment may be touched is clippy's to enforce
-//! (`clippy.toml`), and the crates' dependency directions are `layers.rs`'s.
+//! workspace (outside `target/` and `fuzz/target/`) starts with a `//!` line saying what it
+//! owns. Where the filesystem, the clock and the environment may be touched is clippy's to
+//! enforce (`clippy.toml`), and the crates' dependency directions are `layers.rs`'s.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -96,7 +96,9 @@ fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
         let name = name.to_string_lossy();
         let Ok(ft) = entry.file_type() else { continue };
         if ft.is_dir() {
-            if name.starts_with('.') || (dir == root && name == "target") {
+            // The build outputs: the workspace's, and fuzz/'s (its own workspace).
+            let build = name == "target" && (dir == root || dir == root.join("fuzz"));
+            if name.starts_with('.') || build {
                 continue;
             }
             rust_files(root, &path, out);
@@ -140,6 +142,8 @@ mod tests {
             ("crates/a/tests/t.rs", "use std::fs;\n"),
             ("rules/p/src/r.rs", "fn main() {}\n"),
             ("target/debug/build/x.rs", "no doc\n"),
+            ("fuzz/target/release/build/y.rs", "no doc\n"),
+            ("fuzz/fuzz_targets/z.rs", "no doc\n"),
         ] {
             let p = root.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -150,7 +154,14 @@ mod tests {
             .map(|v| format!("{}:{}", v.path, v.line))
             .collect();
         let _ = std::fs::remove_dir_all(&root);
-        assert_eq!(found, ["crates/a/tests/t.rs:1", "rules/p/src/r.rs:1"]);
+        assert_eq!(
+            found,
+            [
+                "crates/a/tests/t.rs:1",
+                "fuzz/fuzz_targets/z.rs:1",
+                "rules/p/src/r.rs:1"
+            ]
+        );
     }
 
     /// The real check, run by plain `cargo test`.

@@ -466,9 +466,22 @@ fn newer_than(v: Option<&Value>, known: u64) -> Option<u64> {
     (f > known as f64).then_some(f as u64)
 }
 
+/// `T` parsed straight from `bytes`, when they are UTF-8 text. JSON text is UTF-8 (store-format.md:
+/// readable means valid UTF-8 JSON), but a typed parse checks only the strings it keeps, and
+/// skips an unknown member's bytes unchecked: text that is not UTF-8 is parsed generically
+/// instead, which checks every string and so refuses it with serde_json's reason. A thread
+/// record judged current is thereby one the rewrites can edit byte for byte.
+fn typed<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    if std::str::from_utf8(bytes).is_ok() {
+        serde_json::from_slice(bytes)
+    } else {
+        serde_json::from_slice::<Value>(bytes).and_then(T::deserialize)
+    }
+}
+
 /// Reasons quote offending values; a reason is cut so a huge value cannot flood the plan, the
-/// manifest or the terminal.
-const MAX_REASON_CHARS: usize = 300;
+/// manifest or the terminal: to this many characters, then `…`.
+pub const MAX_REASON_CHARS: usize = 300;
 
 fn cut_reason(reason: String) -> String {
     match reason.char_indices().nth(MAX_REASON_CHARS) {
@@ -498,7 +511,7 @@ pub fn judge_document_exact(id: &str, bytes: &[u8]) -> DocState {
     // The common case in one pass, typed straight from the bytes as the app parses them (so
     // a duplicated key fails here as it fails there).
     let mut unknown = None;
-    let session = match serde_json::from_slice::<SavedSession>(bytes) {
+    let session = match typed::<SavedSession>(bytes) {
         Ok(s) => {
             let journal = s.journal.as_ref().map_or(0, |j| j.schema_version);
             let version = s.schema_version.max(journal);
@@ -1132,7 +1145,7 @@ pub fn judge_thread(tid: &str, bytes: &[u8]) -> ThreadState {
             };
         }
     }
-    let typed_error = match serde_json::from_slice::<ThreadRecord>(bytes) {
+    let typed_error = match typed::<ThreadRecord>(bytes) {
         Ok(record) if record.schema_version > MAX_RUNTIME_SCHEMA_VERSION => {
             return ThreadState::NewerSchema {
                 version: record.schema_version,
@@ -1216,6 +1229,35 @@ mod tests {
         format!(
             r#"{{"metadata":{{"id":"a","title":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","message_count":1,"total_tokens":0,"model":"m","workspace":"/w"}},"messages":[{{"role":"user","content":[{{"type":"text","text":"hi"}}]}}]{extra}}}"#
         )
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_unreadable_even_in_a_member_nobody_reads() {
+        // Found by the fuzz targets `document` and `thread` (fuzz/regressions/*/
+        // non-utf8-in-unknown-member): a typed parse skips an unknown member without checking
+        // its bytes, but JSON text is UTF-8 (store-format.md: readable means valid UTF-8 JSON),
+        // and a thread record the doctor cannot rewrite byte for byte must be left in place.
+        let mut d = doc(r#","host_note":"caf?""#).into_bytes();
+        let at = d.iter().rposition(|b| *b == b'?').unwrap();
+        d[at] = 0xe9;
+        for judged in [judge_document("a", &d), judge_document_exact("a", &d)] {
+            match judged {
+                DocState::Unreadable { reason, .. } => {
+                    assert!(reason.contains("invalid unicode code point"), "{reason}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut t = br#"{"id":"t","created_at":"2026-09-01T10:00:00Z","updated_at":"2026-09-01T10:00:00Z","model":"m","workspace":"/w","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false,"session_id":"s","labels":["fix?"]}"#.to_vec();
+        let at = t.iter().rposition(|b| *b == b'?').unwrap();
+        t[at] = 0x93;
+        match judge_thread("t", &t) {
+            ThreadState::Unreadable { reason, .. } => {
+                assert!(reason.contains("invalid unicode code point"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(crate::recover::unbind_bytes(&t, "2026-11-29T12:00:00Z").is_none());
     }
 
     #[test]

@@ -128,7 +128,12 @@ impl fmt::Display for Timestamp {
 /// forms `humantime` reads (`1h30m`, `2w`, `36h`, `1day`, `1.5h`). A number without a unit, a
 /// negative one, and a duration past `i64` seconds are refused.
 pub fn parse_duration(s: &str) -> Option<i64> {
-    let d = humantime::parse_duration(s.trim()).ok()?;
+    let s = s.trim();
+    // humantime reads a bare `0` as zero seconds: a duration here always names its unit.
+    if !s.bytes().any(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let d = humantime::parse_duration(s).ok()?;
     i64::try_from(d.as_secs()).ok()
 }
 
@@ -183,5 +188,15 @@ mod tests {
         for bad in ["", "h", "10", "-5m", "soon", "99999999999999999999d"] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_bare_zero_is_a_number_without_a_unit() {
+        // Found by the fuzz target `duration` (fuzz/regressions/duration/bare-zero-accepted):
+        // humantime reads a bare `0` as zero seconds, which would purge every run.
+        for bad in ["0", "0 ", " 0", "00"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_duration("0s"), Some(0));
     }
 }
