@@ -1,5 +1,5 @@
 //! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, man pages and
-//! completions, tidy checks, fuzzing).
+//! completions, tidy checks, fuzzing, property runs).
 //!
 //! This is a dev tool, not product code: it may use `std::fs` directly, and the tidy rule that
 //! confines `std::fs` to `crates/fsroot` does not apply to it. Each subcommand lives in its own
@@ -13,6 +13,7 @@
 //! cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
 //! cargo xtask fuzz --seconds N [--target NAME]...
 //! cargo xtask fuzz --seed
+//! cargo xtask prop --cases N [--jobs J] [--seed S]
 //! ```
 
 // A developer tool: it works on the repository's files directly (clippy.toml's boundaries are
@@ -25,6 +26,7 @@ mod docs;
 mod fuzz;
 mod fuzz_seed;
 mod layers;
+mod prop;
 mod snapshots;
 mod tidy;
 
@@ -59,6 +61,11 @@ tasks:
       print the executions of each and the total. A crash fails it and names the artifact.
   fuzz --seed
       Write the seed corpora of fuzz/corpus/ from fixtures/ (replacing them).
+  prop --cases N [--jobs J] [--seed S]
+      Run the property test over generated stores (crates/cli/tests/it/properties.rs) for N
+      cases in all, split over J processes at once (default 2) with seeds S, S+1, ...
+      (random S when unset), and print the totals of each and their sum. A failing case is
+      shrunk, saved in crates/cli/tests/proptest-regressions/ and fails the command.
   tidy
       Check that `std::fs` is used only in crates/fsroot and that every .rs file starts
       with a `//!` line. Also run by `cargo test`.
@@ -83,6 +90,7 @@ fn main() -> ExitCode {
         "tidy" if rest.is_empty() => tidy::run(&workspace_root()),
         "bench" => bench::run(&workspace_root(), rest),
         "fuzz" => fuzz::run(&workspace_root(), rest),
+        "prop" => prop::run(&workspace_root(), rest),
         "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
         "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
         "dist" if rest.is_empty() => dist::run(&workspace_root(), false),

@@ -660,6 +660,10 @@ fn restore_actions(
         errors: problems,
         ..AdminPlan::default()
     };
+    // The paths this plan empties before it restores anything: the documents the run's
+    // recoveries wrote. An item whose original path is one of them goes back there (an R1
+    // document the recovery of the same id replaced, say).
+    let mut vacated: BTreeSet<&str> = BTreeSet::new();
     for (doc, sha, rule) in &recovered {
         if !selected(doc) {
             continue;
@@ -693,6 +697,7 @@ fn restore_actions(
             },
         );
         out.push(a);
+        vacated.insert(doc);
     }
     for line in &manifest.refused {
         if selected(&line.original) {
@@ -826,9 +831,11 @@ fn restore_actions(
                 }
             },
         };
-        // Anything at the path, or a path that cannot be looked at, is occupied.
+        // Anything at the path, or a path that cannot be looked at, is occupied, unless this
+        // plan sets it aside first.
         if kind != ItemKind::PreviousVersion
             && !continuing
+            && !vacated.contains(line.original.as_str())
             && !matches!(root.stat(Path::new(&line.original)), Ok(None))
         {
             out.refuse(

@@ -29,6 +29,7 @@ mod hostile_input;
 mod kill_points;
 mod live_holders;
 mod progress;
+mod properties;
 mod real_go;
 mod restore_purge;
 mod schemas;
