@@ -117,6 +117,47 @@ fn repair_then_restore_gives_back_the_original_tree() {
     );
 }
 
+/// A run whose R3 recovered a thread into the document of an id whose unreadable document R1
+/// set aside in the same run: the restore sets the recovered document aside first, then puts
+/// the original back at the path it just emptied. (Found by the property tests: the restore
+/// judged the path occupied by the document its own plan removes.)
+#[test]
+fn a_restore_puts_back_a_document_that_a_recovery_of_the_same_id_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    std::fs::create_dir_all(s.join(".late-usage")).unwrap();
+    crate::stores::write(&s, "sc3.json", b"{\n ");
+    crate::stores::store_with_thread(&s, "sb2/runtime", "sc3", None, 1);
+    let before = user_tree(&s);
+
+    let (code, repair, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}");
+    let planned: Vec<(&str, &str)> = repair["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["rule"].as_str().unwrap(), a["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        planned,
+        [("R1", "sc3.json"), ("R3", "sb2/runtime/threads/sc3.json")],
+        "{repair:#}"
+    );
+    let run = repair["run"].as_str().unwrap().to_owned();
+
+    let (code, restore, stderr) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 0, "{stderr}\n{restore:#}");
+    assert!(
+        restore["skipped"].as_array().unwrap().is_empty(),
+        "{restore:#}"
+    );
+    assert_eq!(
+        user_tree(&s),
+        before,
+        "the torn sc3.json is back at its path, the recovered one set aside"
+    );
+}
+
 #[test]
 fn restore_refuses_an_occupied_path_and_a_tampered_item() {
     let (_tmp, s) = demo_with_old_artifacts();
