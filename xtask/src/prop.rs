@@ -137,10 +137,19 @@ fn add_totals(sum: &mut BTreeMap<String, u64>, line: &str) {
     }
 }
 
-/// Builds the `it` test binary of the doctor package and returns its path (cargo's JSON
-/// messages name it).
+/// Builds the `it` test binary of the doctor package and the `hold-lock` process it starts
+/// (package test-support), and returns the test binary's path (cargo's JSON messages name it).
 fn test_binary(root: &Path) -> Result<std::path::PathBuf, Failure> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(&cargo)
+        .args(["build", "-p", "test-support", "--bins"])
+        .current_dir(root)
+        .status()
+        .map_err(|e| Failure::Failed(format!("run cargo: {e}")))?;
+    if !built.success() {
+        return Err(Failure::Failed("building hold-lock failed".into()));
+    }
+    let out = Command::new(&cargo)
         .args([
             "test",
             "-p",
