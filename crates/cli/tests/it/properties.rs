@@ -9,10 +9,11 @@
 //! - the dry-run plan is what the real run applies, action for action;
 //! - nothing is lost (every entry at its path unchanged, or at its mirrored path in the run, or
 //!   a thread record rewritten with the SHA-256 of its earlier bytes recorded);
-//! - a second run plans nothing;
-//! - a restore of the run gives back the original tree byte for byte, outside the doctor's own
+//! - a second run plans nothing, but for the one wait rules.md prescribes (R5 collects its
+//!   names before any rule acts), and a third run plans nothing;
+//! - restoring the runs gives back the original tree byte for byte, outside the doctor's own
 //!   files;
-//! - a real `doctor` process killed at a chosen mutation point, then a full rerun, reaches the
+//! - a real `doctor` process killed at a chosen mutation point, then full reruns, reach the
 //!   uninterrupted end state;
 //! - nothing outside S changes (sentinels, a store and a link beside S: bytes and mtimes);
 //! - the plan file is byte-identical across runs and on rayon pools of 1, 2 and 4 threads
@@ -20,8 +21,8 @@
 //!
 //! `cargo test` runs [`DEFAULT_CASES`] cases; `PROPTEST_CASES=N` (what `cargo xtask prop
 //! --cases N` sets, over several processes with their own seeds) runs more. A failing case
-//! shrinks to a minimal store; its seed is kept in `proptest-regressions/` beside this file and
-//! replayed first by every later run.
+//! shrinks to a minimal store; its seed is kept in `crates/cli/tests/proptest-regressions/` and
+//! replayed first by every later run. docs/reliability.md describes the strategy and the runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
