@@ -1,5 +1,5 @@
 //! `cargo xtask`: developer tasks for the workspace (snapshot review, rule docs, man pages and
-//! completions, tidy checks, fuzzing, property runs).
+//! completions, tidy checks, fuzzing, property runs, mutation testing).
 //!
 //! This is a dev tool, not product code: it may use `std::fs` directly, and the tidy rule that
 //! confines `std::fs` to `crates/fsroot` does not apply to it. Each subcommand lives in its own
@@ -14,6 +14,7 @@
 //! cargo xtask fuzz --seconds N [--target NAME]...
 //! cargo xtask fuzz --seed
 //! cargo xtask prop --cases N [--jobs J] [--seed S]
+//! cargo xtask mutants [-p CRATE]... [-f FILE]... [--in-place] | --summary DIR
 //! ```
 
 // A developer tool: it works on the repository's files directly (clippy.toml's boundaries are
@@ -26,6 +27,7 @@ mod docs;
 mod fuzz;
 mod fuzz_seed;
 mod layers;
+mod mutants;
 mod prop;
 mod snapshots;
 mod tidy;
@@ -66,6 +68,13 @@ tasks:
       cases in all, split over J processes at once (default 2) with seeds S, S+1, ...
       (random S when unset), and print the totals of each and their sum. A failing case is
       shrunk, saved in crates/cli/tests/proptest-regressions/ and fails the command.
+  mutants [-p CRATE]... [-f FILE]... [--in-place]
+      Mutation testing (cargo-mutants, `cargo install cargo-mutants`) of plan, refset,
+      build-dirs, sessions and engine, or the crates and files named, each mutant tested by
+      their unit tests and the doctor's integration tests (docs/reliability.md); output in
+      target/mutants/, then the counts per file and every missed mutant.
+  mutants --summary DIR
+      Only print the counts of the run whose output is DIR/mutants.out.
   tidy
       Check that `std::fs` is used only in crates/fsroot and that every .rs file starts
       with a `//!` line. Also run by `cargo test`.
@@ -91,6 +100,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(&workspace_root(), rest),
         "fuzz" => fuzz::run(&workspace_root(), rest),
         "prop" => prop::run(&workspace_root(), rest),
+        "mutants" => mutants::run(&workspace_root(), rest),
         "docs" if rest.is_empty() => docs::run(&workspace_root(), false),
         "docs" if rest == ["--check"] => docs::run(&workspace_root(), true),
         "dist" if rest.is_empty() => dist::run(&workspace_root(), false),
