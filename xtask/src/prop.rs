@@ -53,6 +53,8 @@ impl Options {
                 "prop needs --cases N (and --jobs J) above 0".into(),
             ));
         }
+        // Never a process with no case to run.
+        out.jobs = out.jobs.min(out.cases);
         Ok(out)
     }
 }
@@ -75,12 +77,12 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
             .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
             .current_dir(root.join("crates/cli"))
             .env("PROPTEST_CASES", cases.to_string())
-            .env("PROPTEST_RNG_SEED", (seed + i).to_string())
+            .env("PROPTEST_RNG_SEED", seed.wrapping_add(i).to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| Failure::Failed(format!("start {}: {e}", bin.display())))?;
-        println!("process {i}: {cases} cases, seed {}", seed + i);
+        println!("process {i}: {cases} cases, seed {}", seed.wrapping_add(i));
         children.push((i, child));
     }
     let mut sum: BTreeMap<String, u64> = BTreeMap::new();
@@ -194,6 +196,12 @@ mod tests {
             }
         );
         assert_eq!(Options::parse(&args(&["--cases", "5"])).unwrap().jobs, 2);
+        assert_eq!(
+            Options::parse(&args(&["--cases", "3", "--jobs", "8"]))
+                .unwrap()
+                .jobs,
+            3
+        );
         for bad in [
             &[][..],
             &["--cases"],

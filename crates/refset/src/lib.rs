@@ -49,7 +49,7 @@ pub struct ReferenceSet {
     /// Names that keep a directory (rules.md, Version 2, R5), collected before any rule acts:
     /// every thread's `session_id`, its id and its derived UUID (in every store, held or not,
     /// and in the task stores), compared as [`store::ids::name_key`]. Only the names of
-    /// directories a name can spare are kept (artifact-only ones, the only ones
+    /// directories a name can spare are kept (artifact-only and empty ones, the only ones
     /// [`ReferenceSet::names_dir`] is asked about), so the set stays small.
     names: IdSet,
     /// Session-directory ids some known document's text names.
@@ -219,7 +219,11 @@ impl ReferenceSet {
         }
         // The directories a name can spare; every other name is dropped at once.
         let mut spared = IdSet::default();
-        for d in inv.session_dirs.iter().filter(|d| d.artifact_only) {
+        for d in inv
+            .session_dirs
+            .iter()
+            .filter(|d| d.artifact_only || d.empty)
+        {
             spared.insert_name(&d.id);
         }
         let name = |refs: &mut ReferenceSet, n: &str| {
@@ -357,8 +361,8 @@ impl ReferenceSet {
     }
 
     /// Whether a directory id is named: by a known document's text, or by a thread or task
-    /// thread (its session, its id, its derived UUID). Asked about artifact-only session
-    /// directories only (see `names`).
+    /// thread (its session, its id, its derived UUID). Asked about artifact-only and empty
+    /// session directories only (see `names`).
     pub fn names_dir(&self, id: &str) -> bool {
         self.named_by_documents.contains(id) || self.names.contains_name(id)
     }

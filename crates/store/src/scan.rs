@@ -203,12 +203,13 @@ pub fn scan_watched(
         inv.session_dirs.push(dir);
     }
 
-    // Document text can only spare an artifact-only directory (R5). Only their ids are looked
-    // for, so the search costs one pass over each text whatever the number of sessions.
+    // Document text can only spare a directory that holds no store: an artifact-only one (R5)
+    // or an empty one (R2's removal). Only their ids are looked for, so the search costs one
+    // pass over each text whatever the number of sessions.
     let candidates: Vec<String> = inv
         .session_dirs
         .iter()
-        .filter(|d| d.artifact_only)
+        .filter(|d| d.artifact_only || d.empty)
         .map(|d| d.id.clone())
         .collect();
     let bindings = Bindings::default();

@@ -179,3 +179,69 @@ impl LastRun {
         self.at.as_deref().or(self.app.ran_at.as_deref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary the app wrote, with a different number in every counter.
+    fn app_summary() -> ReconcileSummary {
+        serde_json::from_value(serde_json::json!({
+            "ran_at": "2026-11-29T12:00:00Z",
+            "dry_run": false,
+            "skipped_concurrent": true,
+            "documents_set_aside": 1,
+            "documents_newer_schema": 2,
+            "stores_set_aside": 3,
+            "stores_kept_with_work": 4,
+            "stores_in_use": 5,
+            "sessions_recovered": 6,
+            "threads_unbound": 7,
+            "artifact_dirs_set_aside": 8,
+            "artifact_dirs_kept": 9,
+            "limit_reached": true,
+            "set_aside_path": "/s/.set-aside/x",
+            "errors": ["one"]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_count_the_app_keeps_reads_back_into_its_own_counter() {
+        let s = app_summary().to_summary();
+        let counts = [
+            s.documents_set_aside,
+            s.documents_newer_schema,
+            s.stores_set_aside,
+            s.stores_kept_with_work,
+            s.stores_in_use,
+            s.sessions_recovered,
+            s.threads_unbound,
+            s.artifact_dirs_set_aside,
+            s.artifact_dirs_kept,
+        ];
+        assert_eq!(counts, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert!(s.limit_reached && s.skipped_concurrent);
+        assert_eq!(s.set_aside_path.as_deref(), Some("/s/.set-aside/x"));
+        assert_eq!(s.errors.len(), 1);
+        // Counters the app does not keep read as 0.
+        assert_eq!(
+            (
+                s.threads_bound,
+                s.documents_unknown_content,
+                s.actions_deferred
+            ),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn a_doctor_summary_written_for_the_app_reads_back_the_same() {
+        let s = app_summary().to_summary();
+        let back = ReconcileSummary::of("2026-11-29T12:00:00Z", &s).to_summary();
+        assert_eq!(back.documents_set_aside, s.documents_set_aside);
+        assert_eq!(back.artifact_dirs_kept, s.artifact_dirs_kept);
+        assert_eq!(back.set_aside_path, s.set_aside_path);
+        assert_eq!(format!("{back:?}"), format!("{s:?}"));
+    }
+}

@@ -107,13 +107,12 @@ impl Rule<Pack> for UnboundEmptyStore {
                     effect: Effect::None,
                 });
             }
-            // A session directory a set-aside left empty (a kill came before its removal): the
-            // same rule as the removal in the set-aside's own action (exec's
-            // `session_dir_may_go`), so a rerun after a kill ends where the whole run would.
+            // A session directory a set-aside left empty (a kill came before its removal).
             if dir.empty
                 && !cx.refs.present_documents.contains(&dir.id)
                 && !cx.inventory.checkpoints.contains(&dir.id)
                 && !cx.refs.live_sessions.contains(&dir.id)
+                && !cx.refs.names_dir(&dir.id)
             {
                 out.proposals.push(Proposal {
                     action: Action::RemoveEmptyDir,

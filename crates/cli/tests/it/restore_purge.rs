@@ -156,6 +156,25 @@ fn a_restore_puts_back_a_document_that_a_recovery_of_the_same_id_replaced() {
         before,
         "the torn sc3.json is back at its path, the recovered one set aside"
     );
+
+    // Again: everything is in place, and the document back at its path is not taken for a
+    // recovered document someone changed.
+    let (code, again, stderr) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 0, "{stderr}\n{again:#}");
+    assert!(
+        again["plan"]["actions"].as_array().unwrap().is_empty(),
+        "{again:#}"
+    );
+    assert_eq!(
+        again["summary"]["documents_kept"].as_u64().unwrap_or(0),
+        0,
+        "{again:#}"
+    );
+    for k in again["skipped"].as_array().unwrap() {
+        let why = k["why"].as_str().unwrap();
+        assert!(why.starts_with("already"), "{again:#}");
+    }
+    assert_eq!(user_tree(&s), before);
 }
 
 #[test]

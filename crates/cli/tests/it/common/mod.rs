@@ -195,9 +195,10 @@ impl<'a> Kept<'a> {
         }
     }
 
-    /// A thread record (a path with `/threads/`) may also have been rewritten, when a manifest
-    /// line or a receipt among the doctor's own files records the SHA-256 of its earlier bytes
-    /// (`sha256`, `previous_sha256`).
+    /// A thread record (a path with `/threads/`) may also have been rewritten, when a file is
+    /// still at its path and a manifest line or a receipt among the doctor's own files records
+    /// the SHA-256 of its earlier bytes (`sha256`, `previous_sha256`). A record that is gone is
+    /// lost, even when an identical record elsewhere was rewritten.
     pub fn or_receipted_rewrite(self) -> Kept<'a> {
         Kept {
             receipted_rewrites: true,
@@ -254,7 +255,9 @@ pub fn assert_nothing_lost(before: &Tree, after: &Tree, kept: Kept<'_>) {
             continue;
         }
         if let Node::File(bytes) = node {
-            if path.to_string_lossy().contains("/threads/") && recorded.contains(&sha256_hex(bytes))
+            if path.to_string_lossy().contains("/threads/")
+                && matches!(here, Some(Node::File(_)))
+                && recorded.contains(&sha256_hex(bytes))
             {
                 continue;
             }
