@@ -184,6 +184,15 @@ impl<C: Counts> Pack for Sessions<C> {
     type Counts = C;
 }
 
+/// The sections of every rule's page ([`Rule::doc`]: what `doctor rule` prints and
+/// `docs/rules/` holds), in the order a reader finds them.
+pub const RULE_PAGE_SECTIONS: [&str; 4] = [
+    "## What it finds",
+    "## What it does",
+    "## What it never touches",
+    "## Example",
+];
+
 /// A rule of pack `P`: what the pack gives it in, proposals out. No I/O.
 ///
 /// A rule declares everything about itself: its code and name, its page, the kinds of action it
@@ -196,7 +205,7 @@ pub trait Rule<P: Pack>: Send + Sync {
     fn code(&self) -> &'static str;
     /// `unreadable-document`.
     fn name(&self) -> &'static str;
-    /// The rule's page in Markdown (what it finds, what it does, what it never touches):
+    /// The rule's page in Markdown, with the [`RULE_PAGE_SECTIONS`] in order:
     /// `docs/rules/<code>.md` is generated from it.
     fn doc(&self) -> &'static str;
     /// The `(action, item kind)` pairs the rule plans.

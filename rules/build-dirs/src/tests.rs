@@ -309,3 +309,20 @@ fn b1_proposal_passes_the_saved_plan_check() {
     };
     assert_eq!(engine::check_plan(RULES, &plan), Ok(()));
 }
+
+/// B1's page (`Rule::doc`: what `doctor rule B1` prints and `cargo xtask docs` writes) has the
+/// sections of every rule page, in order.
+#[test]
+fn the_rule_page_has_its_sections_in_order() {
+    for r in RULES {
+        let doc = r.doc();
+        let at: Vec<usize> = engine::RULE_PAGE_SECTIONS
+            .iter()
+            .map(|h| {
+                doc.find(h)
+                    .unwrap_or_else(|| panic!("the page of {} has no {h}", r.code()))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{}: {at:?}", r.code());
+    }
+}

@@ -162,11 +162,6 @@ impl LastRun {
         })
     }
 
-    /// Whether the app wrote this file (none of the doctor's keys).
-    pub fn written_by_app(&self) -> bool {
-        self.run.is_none() && self.summary.is_none()
-    }
-
     /// The summary: the doctor's own, else the counts of the app's keys.
     pub fn summary_or_app(&self) -> Summary {
         self.summary
