@@ -193,6 +193,18 @@ pub const RULE_PAGE_SECTIONS: [&str; 4] = [
     "## Example",
 ];
 
+/// The first of the [`RULE_PAGE_SECTIONS`] a rule page lacks, or has out of order.
+pub fn missing_page_section(doc: &str) -> Option<&'static str> {
+    let mut from = 0;
+    for h in RULE_PAGE_SECTIONS {
+        match doc[from..].find(h) {
+            Some(i) => from += i + h.len(),
+            None => return Some(h),
+        }
+    }
+    None
+}
+
 /// A rule of pack `P`: what the pack gives it in, proposals out. No I/O.
 ///
 /// A rule declares everything about itself: its code and name, its page, the kinds of action it
@@ -450,5 +462,22 @@ fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
         Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
         Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
+    }
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::missing_page_section;
+
+    #[test]
+    fn a_page_needs_every_section_in_order() {
+        let whole =
+            "## What it finds\na\n## What it does\nb\n## What it never touches\nc\n## Example\nd";
+        assert_eq!(missing_page_section(whole), None);
+        assert_eq!(missing_page_section(""), Some("## What it finds"));
+        let no_example = whole.replace("## Example", "## Sample");
+        assert_eq!(missing_page_section(&no_example), Some("## Example"));
+        let swapped = "## What it does\n## What it finds\n## What it never touches\n## Example";
+        assert_eq!(missing_page_section(swapped), Some("## What it does"));
     }
 }
