@@ -28,3 +28,20 @@ pub(crate) fn thread(path: &str) -> Option<&str> {
     let tid = file.strip_suffix(".json")?;
     (session_dir(dir) && is_store_name(name) && is_valid_id(tid)).then_some(tid)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_path_needs_a_session_dir_a_store_and_a_valid_id() {
+        assert_eq!(thread("a/runtime/threads/t1.json"), Some("t1"));
+        assert_eq!(thread("a/runtime-recovered-1/threads/t1.json"), Some("t1"));
+        // Each part wrong on its own.
+        assert_eq!(thread("checkpoints/runtime/threads/t1.json"), None);
+        assert_eq!(thread("a/artifacts/threads/t1.json"), None);
+        assert_eq!(thread("a/runtime/threads/t 1.json"), None);
+        assert_eq!(thread("a/runtime/threads/t1.txt"), None);
+        assert_eq!(thread("a/threads/t1.json"), None);
+    }
+}

@@ -550,6 +550,18 @@ fn r5_keeps_an_artifact_dir_changed_within_the_idle_time_and_counts_it() {
     assert_eq!(out.counts.artifact_dirs_kept, 1);
 }
 
+/// rules.md: set aside when nothing changed "for at least 24 hours" (`--artifact-idle`, the
+/// default): exactly 24 hours is enough, a second less is not.
+#[test]
+fn r5_sets_aside_at_exactly_the_idle_time_and_not_a_second_before() {
+    let at_limit = inventory(vec![], vec![artifact_dir("art", 24 * HOUR)]);
+    assert_eq!(only(&plan(&OrphanArtifactDir, &at_limit)).path, "art");
+    let just_before = inventory(vec![], vec![artifact_dir("art", 24 * HOUR - 1)]);
+    let out = plan(&OrphanArtifactDir, &just_before);
+    nothing(&out);
+    assert_eq!(out.counts.artifact_dirs_kept, 1);
+}
+
 #[test]
 fn r5_keeps_an_artifact_dir_a_thread_names_and_counts_it() {
     let named = session_dir("a", vec![store("a", vec![thread("t1", Some("art"))])]);
