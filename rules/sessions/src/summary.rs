@@ -194,6 +194,13 @@ mod tests {
             }
         }
         assert!(sum.limit_reached && !sum.skipped_concurrent);
+        // A flag set on either side stays set.
+        let mut flags = Summary::default();
+        flags += &Summary {
+            skipped_concurrent: true,
+            ..Summary::default()
+        };
+        assert!(flags.skipped_concurrent && !flags.limit_reached);
         assert_eq!(sum.set_aside_path.as_deref(), Some(".set-aside/r"));
         let messages: Vec<String> = sum.errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages, ["e", "e"]);
