@@ -59,15 +59,6 @@ fn runs_not_matching_their_manifests(s: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Replaces whatever is at `s` with a fresh copy of `pristine` (mtimes included).
-fn fresh_copy(pristine: &Path, s: &Path) {
-    if s.exists() {
-        std::fs::remove_dir_all(s).unwrap_or_else(|e| panic!("remove {}: {e}", s.display()));
-    }
-    common::copy_tree(pristine, s);
-    common::copy_mtimes(pristine, s);
-}
-
 fn complete_repair(s: &Path) {
     let out = doctor(s).arg("--repair-sessions").run();
     assert_eq!(out.code, Some(0), "rerun failed: {}", out.stderr);
@@ -78,37 +69,6 @@ fn plans_nothing(s: &Path) -> bool {
         .args(["--repair-sessions", "--dry-run", "--check"])
         .run();
     out.code == Some(0)
-}
-
-/// Every file under `.set-aside/<any run>/`, as (path relative to S, content hash), manifests
-/// left out.
-fn set_aside_files(s: &Path) -> BTreeSet<(PathBuf, String)> {
-    let mut out = BTreeSet::new();
-    for (p, node) in tree(s) {
-        let mut parts = p.components();
-        if parts.next().map(|c| c.as_os_str()) != Some(".set-aside".as_ref()) {
-            continue;
-        }
-        parts.next();
-        let rel: PathBuf = parts.collect();
-        if let Node::File(b) = node {
-            if rel != Path::new("MANIFEST.jsonl") {
-                out.insert((rel, sha256_hex(&b)));
-            }
-        }
-    }
-    out
-}
-
-/// The paths whose entries differ between two trees.
-fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
-    let mut paths: BTreeSet<&PathBuf> = a.keys().collect();
-    paths.extend(b.keys());
-    paths
-        .into_iter()
-        .filter(|p| a.get(*p) != b.get(*p))
-        .cloned()
-        .collect()
 }
 
 /// The demo store with live leases: free lease files for sessions the repair acts on (every
@@ -127,7 +87,7 @@ fn demo_with_leases() -> (tempfile::TempDir, PathBuf) {
 /// [`fresh_copy`], then `alpha`'s live lease taken by another process for as long as the
 /// returned holder lives.
 fn fresh_copy_held(pristine: &Path, s: &Path) -> common::Holder {
-    fresh_copy(pristine, s);
+    common::fresh_copy(pristine, s);
     common::Holder::spawn(&[s.join(".late-usage/alpha.live")])
 }
 
@@ -145,7 +105,7 @@ fn every_kill_point_converges_and_loses_nothing() {
     complete_repair(&s);
     assert!(plans_nothing(&s));
     let want_user = user_tree(&s);
-    let want_aside = set_aside_files(&s);
+    let want_aside = common::set_aside_files(&tree(&s));
 
     let mut total = 0;
     loop {
@@ -179,12 +139,12 @@ fn every_kill_point_converges_and_loses_nothing() {
             complete_repair(&s);
             let point = format!("after the rerun of {spec}");
             assert_nothing_lost(&before, &tree(&s), kept.when(&point));
-            let differing = tree_difference(&user_tree(&s), &want_user);
+            let differing = common::tree_difference(&user_tree(&s), &want_user);
             assert!(
                 differing.is_empty(),
                 "kill at {spec}: the rerun does not reach the uninterrupted end state; differing paths: {differing:?}"
             );
-            let aside = set_aside_files(&s);
+            let aside = common::set_aside_files(&tree(&s));
             let missing: Vec<_> = want_aside.difference(&aside).collect();
             assert!(
                 missing.is_empty(),
@@ -255,7 +215,7 @@ fn every_restore_kill_point_converges() {
     let (_tmp, pristine) = demo_with_old_artifacts();
     let work = tempfile::tempdir().unwrap();
     let s = work.path().join("S");
-    fresh_copy(&pristine, &s);
+    common::fresh_copy(&pristine, &s);
     complete_repair(&s);
     let runs: Vec<_> = std::fs::read_dir(s.join(".set-aside"))
         .unwrap()
@@ -279,7 +239,7 @@ fn every_restore_kill_point_converges() {
 
     let mut total = 0;
     loop {
-        fresh_copy(&repaired, &s);
+        common::fresh_copy(&repaired, &s);
         if !restore_killed_at(&s, &run, &(total + 1).to_string()) {
             break;
         }
@@ -293,7 +253,7 @@ fn every_restore_kill_point_converges() {
     let mut points = 0;
     for n in 1..=total {
         for spec in [n.to_string(), format!("{n}:after")] {
-            fresh_copy(&repaired, &s);
+            common::fresh_copy(&repaired, &s);
             assert!(restore_killed_at(&s, &run, &spec), "{spec} not reached");
             assert_contents_kept(
                 &before,
@@ -302,7 +262,7 @@ fn every_restore_kill_point_converges() {
             );
             let report = complete_restore(&s, &run);
             assert_contents_kept(&before, &s, &format!("after the rerun of {spec}"));
-            let differing = tree_difference(&user_tree(&s), &want_user);
+            let differing = common::tree_difference(&user_tree(&s), &want_user);
             assert!(
                 differing.is_empty(),
                 "restore killed at {spec}: the rerun does not give back the original tree; \
@@ -324,7 +284,7 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
     let work = tempfile::tempdir().unwrap();
     let s = work.path().join("S");
     let store_before = tree(&pristine.join("epsilon/runtime"));
-    fresh_copy(&pristine, &s);
+    common::fresh_copy(&pristine, &s);
     let trace = common::traced_mutations(&s, NOW);
     // The first entry of epsilon/runtime renamed into the run, then its destination synced.
     let moved = trace
@@ -334,7 +294,7 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
     let (n, what) = &trace[moved + 1];
     assert!(what.starts_with("sync directory .set-aside/"), "{what}");
 
-    fresh_copy(&pristine, &s);
+    common::fresh_copy(&pristine, &s);
     let report = doctor(&s)
         .args(["--repair-sessions", "--json"])
         .env("DOCTOR_FAULT_AT", format!("{n}:fail"))

@@ -670,16 +670,13 @@ impl Holders {
 
 /// The paths whose entries differ between `want` and `got`, each with both sides.
 fn differences(want: &Tree, got: &Tree) -> String {
-    let mut paths: BTreeSet<&PathBuf> = want.keys().collect();
-    paths.extend(got.keys());
     let show = |n: Option<&Node>| match n {
         None => "nothing".to_owned(),
         Some(Node::File(b)) => format!("{} bytes {}", b.len(), &sha256_hex(b)[..12]),
         Some(other) => format!("{other:?}"),
     };
-    paths
-        .into_iter()
-        .filter(|p| want.get(*p) != got.get(*p))
+    common::tree_difference(want, got)
+        .iter()
         .map(|p| {
             format!(
                 "\n  {}: want {}, got {}",
@@ -687,23 +684,6 @@ fn differences(want: &Tree, got: &Tree) -> String {
                 show(want.get(p)),
                 show(got.get(p))
             )
-        })
-        .collect()
-}
-
-/// Every file under `.set-aside/<any run>/` as (path inside the run, SHA-256), manifests left
-/// out.
-fn set_aside_files(t: &Tree) -> BTreeSet<(PathBuf, String)> {
-    t.iter()
-        .filter_map(|(p, n)| {
-            let rest = p.strip_prefix(".set-aside").ok()?;
-            let inside: PathBuf = rest.components().skip(1).collect();
-            match n {
-                Node::File(b) if inside != Path::new("MANIFEST.jsonl") => {
-                    Some((inside, sha256_hex(b)))
-                }
-                _ => None,
-            }
         })
         .collect()
 }
@@ -727,13 +707,6 @@ fn dry_plan(place: &Place, threads: usize) -> (doctor::RepairReport, Vec<u8>) {
         .unwrap_or_else(|e| panic!("dry run on {threads} threads: {e}"));
     let bytes = doctor::plan_file_bytes(&report);
     (report, bytes)
-}
-
-/// Replaces S with a fresh copy of the pristine store (mtimes included).
-fn reset(place: &Place) {
-    std::fs::remove_dir_all(&place.s).unwrap();
-    common::copy_tree(&place.pristine, &place.s);
-    common::copy_mtimes(&place.pristine, &place.s);
 }
 
 /// A `doctor` process repairing S, stopped and killed with SIGKILL at the mutation `spec`.
@@ -908,7 +881,7 @@ fn check_store(case: &StoreCase) -> Result<Seen, TestCaseError> {
             "nothing outside S changed"
         );
         let after = tree(&place.s);
-        let end = (holders.user_data(&after), set_aside_files(&after));
+        let end = (holders.user_data(&after), common::set_aside_files(&after));
 
         // Restoring the runs, the last first, gives back the original tree.
         let mut said = String::new();
@@ -950,7 +923,7 @@ fn check_store(case: &StoreCase) -> Result<Seen, TestCaseError> {
     } else {
         n.to_string()
     };
-    reset(&place);
+    common::fresh_copy(&place.pristine, &place.s);
     {
         let _holder = hold(&held_files);
         seen.killed = killed_run(&place, &spec);
@@ -990,7 +963,7 @@ fn check_store(case: &StoreCase) -> Result<Seen, TestCaseError> {
             spec,
             differences(&end.0, &user)
         );
-        let aside = set_aside_files(&after);
+        let aside = common::set_aside_files(&after);
         let missing: Vec<_> = end.1.difference(&aside).collect();
         prop_assert!(
             missing.is_empty(),

@@ -116,6 +116,43 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
     i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
 }
 
+/// Every file under `.set-aside/<any run>/` of the tree `t` of S, as (path inside its run,
+/// SHA-256), manifests left out: what runs set aside, whatever their ids.
+pub fn set_aside_files(t: &Tree) -> BTreeSet<(PathBuf, String)> {
+    t.iter()
+        .filter_map(|(p, n)| {
+            let rest = p.strip_prefix(".set-aside").ok()?;
+            let inside: PathBuf = rest.components().skip(1).collect();
+            match n {
+                Node::File(b) if inside != Path::new("MANIFEST.jsonl") => {
+                    Some((inside, sha256_hex(b)))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The paths whose entries differ between two trees.
+pub fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
+    let mut paths: BTreeSet<&PathBuf> = a.keys().collect();
+    paths.extend(b.keys());
+    paths
+        .into_iter()
+        .filter(|p| a.get(*p) != b.get(*p))
+        .cloned()
+        .collect()
+}
+
+/// Replaces whatever is at `s` with a fresh copy of `pristine` (mtimes included).
+pub fn fresh_copy(pristine: &Path, s: &Path) {
+    if s.exists() {
+        std::fs::remove_dir_all(s).unwrap_or_else(|e| panic!("remove {}: {e}", s.display()));
+    }
+    copy_tree(pristine, s);
+    copy_mtimes(pristine, s);
+}
+
 /// Whether `p` (relative to S) is one of the doctor's own files: its records under
 /// `.reconcile/` and `.reconcile.lock`, its set-aside runs, and the stores' unbind receipts.
 pub fn is_doctor_own(p: &Path) -> bool {
