@@ -514,6 +514,33 @@ mod tests {
     }
 
     #[test]
+    fn setting_a_document_aside_unbinds_only_it_and_forgets_it_unless_a_checkpoint_keeps_it() {
+        let mut refs = ReferenceSet::default();
+        refs.project_recovered("a", "s/runtime", "s/runtime/threads/t1.json");
+        refs.project_recovered("b", "s/runtime", "s/runtime/threads/t2.json");
+        let checkpoints = BTreeSet::from(["b".to_owned()]);
+
+        refs.project_document_set_aside("a", &checkpoints);
+        assert!(!refs.known_sessions.contains("a"));
+        assert!(!refs.present_documents.contains("a"));
+        assert!(!refs.binds("a", "s/runtime"));
+        assert!(refs.binds("b", "s/runtime"), "the other binder stays");
+        assert!(refs.is_bound_except("s/runtime", &BTreeSet::from(["a"])));
+        assert!(
+            !refs.is_bound_except("s/runtime", &BTreeSet::from(["b"])),
+            "a binds it no more"
+        );
+
+        refs.project_document_set_aside("b", &checkpoints);
+        assert!(
+            refs.known_sessions.contains("b"),
+            "its checkpoint keeps it known"
+        );
+        assert!(!refs.present_documents.contains("b"));
+        assert!(!refs.is_bound("s/runtime"));
+    }
+
+    #[test]
     fn a_binding_spelled_through_a_symlink_binds_its_store() {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path().join("sessions");
