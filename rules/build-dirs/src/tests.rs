@@ -288,7 +288,7 @@ fn b1_judges_each_entry_on_its_own() {
 }
 
 #[test]
-fn b1_proposal_passes_the_saved_plan_check() {
+fn b1_proposal_passes_the_saved_plan_check_and_the_same_action_elsewhere_does_not() {
     let out = plan(vec![dir("go-build123", 2 * DAY)]);
     let p = &out.proposals[0];
     let action = PlannedAction {
@@ -303,11 +303,17 @@ fn b1_proposal_passes_the_saved_plan_check() {
             tree_blake3: String::new(),
         },
     };
-    let plan = Plan {
+    let mut plan = Plan {
         actions: vec![action],
         ..Plan::default()
     };
     assert_eq!(engine::check_plan(RULES, &plan), Ok(()));
+    // The same action, tampered onto a directory Go never names so, is refused.
+    for path in ["src", "go-build", "go-buildx1", "go-link-", "go-build1/pkg"] {
+        plan.actions[0].path = path.into();
+        let err = engine::check_plan(RULES, &plan).unwrap_err();
+        assert!(err.contains(path), "{path}: {err}");
+    }
 }
 
 /// B1's page (`Rule::doc`: what `doctor rule B1` prints and `cargo xtask docs` writes) has the
