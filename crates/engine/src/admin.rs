@@ -1614,6 +1614,161 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_is_the_apps_when_any_of_its_lines_is() {
+        let item = |writer| SetAsideItem {
+            original: "a.json".into(),
+            original_as_written: "a.json".into(),
+            moved_to: format!(".set-aside/{RUN}/a.json"),
+            rule: "R1".into(),
+            reason: String::new(),
+            kind: Some(ItemKind::Document),
+            promise: None,
+            writer,
+        };
+        let refused = |writer| RefusedLine {
+            original: "/elsewhere/a.json".into(),
+            rule: "R1".into(),
+            why: "outside".into(),
+            writer,
+        };
+        let manifest =
+            |items: Vec<SetAsideItem>, refused: Vec<RefusedLine>| Manifest { items, refused };
+        assert!(!manifest(vec![], vec![]).written_by_app());
+        assert!(
+            !manifest(vec![item(Writer::Doctor)], vec![refused(Writer::Doctor)]).written_by_app()
+        );
+        assert!(manifest(vec![item(Writer::Doctor), item(Writer::App)], vec![]).written_by_app());
+        assert!(manifest(vec![item(Writer::Doctor)], vec![refused(Writer::App)]).written_by_app());
+        assert!(manifest(vec![], vec![refused(Writer::App)]).written_by_app());
+
+        assert!(manifest(vec![], vec![]).is_empty());
+        for m in [
+            manifest(vec![item(Writer::Doctor)], vec![]),
+            manifest(vec![], vec![refused(Writer::Doctor)]),
+        ] {
+            assert!(!m.is_empty());
+            assert_eq!(m.len(), 1);
+        }
+    }
+
+    #[test]
+    fn an_app_lines_detail_gives_its_kind_and_digest() {
+        let kind = |k: &str| app_kind(&Some(AppDetail::Kind { kind: k.into() }));
+        assert_eq!(kind("runtime_store"), (Some(ItemKind::RuntimeStore), None));
+        assert_eq!(kind("directory"), (Some(ItemKind::Directory), None));
+        assert_eq!(kind("thread"), (None, None));
+        assert_eq!(app_kind(&None), (None, None));
+        let file = AppDetail::File {
+            sha256: "AB01".into(),
+            bytes: 2,
+        };
+        assert_eq!(
+            app_kind(&Some(file)),
+            (
+                Some(ItemKind::Document),
+                Some(Precondition::File {
+                    bytes: 2,
+                    sha256: "ab01".into()
+                })
+            )
+        );
+    }
+
+    /// Lines whose original is one of the doctor's own directories, or climbs out of S, are
+    /// refused by name; a name that only begins like them is not, and `..` is resolved
+    /// lexically (above `/` it stays at `/`).
+    #[test]
+    fn a_line_naming_the_doctors_own_directories_or_climbing_out_of_s_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        std::fs::create_dir_all(s.join(SET_ASIDE_DIR).join(RUN)).unwrap();
+        let root = Root::open(s).unwrap();
+        let canonical = s.canonicalize().unwrap();
+        let doctor_line = |n: usize, original: &str| {
+            serde_json::to_string(&ManifestLine {
+                run: RUN.into(),
+                rule: "R1".into(),
+                original: original.into(),
+                moved_to: format!("{SET_ASIDE_DIR}/{RUN}/item{n}"),
+                reason: "unreadable document".into(),
+                kind: ItemKind::Document,
+                sha256: Some("0".repeat(64)),
+                tree_blake3: None,
+                bytes: 1,
+                at: "2026-11-29T12:00:00Z".into(),
+            })
+            .unwrap()
+        };
+        let originals = [
+            ".reconcile",
+            ".reconcile/receipts.jsonl",
+            ".set-aside",
+            ".set-aside/20261128T120000Z-0f0f0f/a.json",
+            "../outside.json",
+            "a/../../outside.json",
+            ".reconciled.json",
+            ".set-aside-notes/a.json",
+            "a/../b.json",
+        ];
+        let mut lines: Vec<String> = originals
+            .iter()
+            .enumerate()
+            .map(|(n, o)| doctor_line(n, o))
+            .collect();
+        lines.push(
+            serde_json::json!({
+                "at": "2026-11-29T12:00:00Z",
+                "detail": null,
+                "moved_to": canonical.join(SET_ASIDE_DIR).join(RUN).join("z.json"),
+                "original": format!("/../..{}", canonical.join("z.json").display()),
+                "reason": "set aside by the app"
+            })
+            .to_string(),
+        );
+        write(
+            s,
+            &store::ids::manifest_path(RUN),
+            lines.join("\n").as_bytes(),
+        );
+
+        let m = read_manifest(&root, RUN, &no_rule).unwrap();
+        let kept: Vec<&str> = m.items.iter().map(|i| i.original.as_str()).collect();
+        assert_eq!(
+            kept,
+            [
+                ".reconciled.json",
+                ".set-aside-notes/a.json",
+                "b.json",
+                "z.json"
+            ]
+        );
+        let refused: Vec<(&str, bool)> = m
+            .refused
+            .iter()
+            .map(|r| {
+                (
+                    r.original.as_str(),
+                    r.why.contains("inside the doctor's own directories"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (".reconcile", true),
+                (".reconcile/receipts.jsonl", true),
+                (".set-aside", true),
+                (".set-aside/20261128T120000Z-0f0f0f/a.json", true),
+                ("../outside.json", false),
+                ("a/../../outside.json", false),
+            ]
+        );
+        for r in &m.refused[4..] {
+            assert!(r.why.contains("is outside the sessions directory"), "{r:?}");
+        }
+    }
+
+    #[test]
     fn a_run_lists_each_item_with_where_it_is_now() {
         let (_tmp, root) = store();
         let listed = list_run(&root, RUN, &no_rule).unwrap();
