@@ -240,6 +240,46 @@ fn a_restore_keeps_a_recovered_document_changed_since_and_says_so() {
     );
 }
 
+/// A restore sets aside the documents its own run's recoveries wrote, and not those of a later
+/// run.
+#[test]
+fn a_restore_sets_aside_only_the_documents_its_own_run_recovered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    let first = recovered_sc3(&s);
+    crate::stores::store_with_thread(&s, "sb4/runtime", "sc4", None, 1);
+    let (code, second, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(second["run"].as_str(), Some(first.as_str()));
+    assert!(s.join("sc4.json").is_file(), "{second:#}");
+
+    // By item: the recovered document alone is a path the run names.
+    let (code, one, stderr) = doctor(
+        &s,
+        &["--restore", &first, "--item", "sc3.json", "--dry-run"],
+    );
+    assert_eq!(code, 0, "{stderr}\n{one:#}");
+    assert_eq!(one["plan"]["actions"][0]["path"], "sc3.json", "{one:#}");
+    assert_eq!(one["plan"]["actions"].as_array().map(Vec::len), Some(1));
+
+    let (code, out, stderr) = doctor(&s, &["--restore", &first, "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    let planned: Vec<(&str, &str)> = out["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        planned,
+        [
+            ("set_aside", "sc3.json"),
+            ("restore", "sb2/runtime/threads/sc3.json")
+        ],
+        "{out:#}"
+    );
+}
+
 /// A restore that gives a thread record its previous bytes back first removes the temporary
 /// file an interrupted doctor write of that record left beside it, and nothing else: not the
 /// temporary file of another record, not a directory of that name. A directory it would look
@@ -346,6 +386,40 @@ fn restore_refuses_an_occupied_path_and_a_tampered_item() {
     let (code, _, stderr) = doctor(&s, &["--restore", "20990101T000000Z-abcdef"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("MANIFEST.jsonl does not exist"), "{stderr}");
+}
+
+/// An original path taken since by an item of another kind (a directory where a document was,
+/// a file where a directory was) is occupied, and said to be; and so is a set-aside item
+/// replaced by one of another kind said not to match its line.
+#[test]
+fn restore_refuses_a_path_taken_by_an_item_of_another_kind() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
+    let run = repair["run"].as_str().unwrap().to_owned();
+    let in_run = s.join(".set-aside").join(&run);
+    assert!(in_run.join("zeta").is_dir() && in_run.join("torn.json").is_file());
+    std::fs::create_dir(s.join("torn.json")).unwrap();
+    std::fs::write(s.join("zeta"), "a file where the directory was").unwrap();
+    std::fs::remove_file(in_run.join("garbage.json")).unwrap();
+    std::fs::create_dir(in_run.join("garbage.json")).unwrap();
+
+    let (code, out, _) = doctor(&s, &["--restore", &run, "--dry-run"]);
+    assert_eq!(code, 1, "{out:#}");
+    let skipped: Vec<(&str, &str)> = out["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
+        .collect();
+    let run_garbage =
+        format!(".set-aside/{run}/garbage.json does not match its manifest line: kept");
+    for (path, why) in [
+        ("torn.json", "original path is occupied: torn.json"),
+        ("zeta", "original path is occupied: zeta"),
+        ("garbage.json", run_garbage.as_str()),
+    ] {
+        assert!(skipped.contains(&(path, why)), "{path}: {skipped:#?}");
+    }
 }
 
 #[test]
@@ -687,6 +761,23 @@ fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
         "absolute paths under S become paths relative to S: {dry:#}"
     );
     assert!(!s.join("x").exists(), "a dry restore writes nothing");
+    // An item is named by its path relative to S or as the line spells it.
+    let as_written = s.join("torn.json").to_string_lossy().into_owned();
+    for (item, planned) in [
+        ("x/runtime", "x/runtime"),
+        ("torn.json", "torn.json"),
+        (as_written.as_str(), "torn.json"),
+    ] {
+        let (code, one, stderr) = doctor(&s, &["--restore", APP_RUN, "--item", item, "--dry-run"]);
+        assert_eq!(code, 0, "{item}: {stderr}");
+        let paths: Vec<&str> = one["plan"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, [planned], "{item}: {one:#}");
+    }
 
     let (code, restored, stderr) = doctor(&s, &["--restore", APP_RUN]);
     assert_eq!(code, 0, "{stderr}");
