@@ -179,8 +179,12 @@ fn recovered_sc3(s: &Path) -> String {
     crate::stores::store_with_thread(s, "sb2/runtime", "sc3", None, 1);
     let (code, repair, stderr) = doctor(s, &["--repair-sessions"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        repair["plan"]["actions"][0]["path"], "sb2/runtime/threads/sc3.json",
+    assert!(
+        repair["plan"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["rule"] == "R3" && a["path"] == "sb2/runtime/threads/sc3.json"),
         "{repair:#}"
     );
     repair["run"].as_str().unwrap().to_owned()
@@ -238,6 +242,58 @@ fn a_restore_keeps_a_recovered_document_changed_since_and_says_so() {
         "{}",
         human.stdout
     );
+}
+
+/// When the recovery replaced an unreadable document of the same id and the user changed the
+/// recovered one since, both are kept where they are: the changed document is not taken for
+/// the run's own item already back.
+#[test]
+fn a_changed_recovered_document_that_replaced_one_set_aside_is_kept_not_taken_as_restored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::stores::write(&s, "sc3.json", b"{\n ");
+    let run = recovered_sc3(&s);
+    std::fs::write(s.join("sc3.json"), b"{\"edited\": true}").unwrap();
+
+    let (code, out, stderr) = doctor(&s, &["--restore", &run, "--dry-run"]);
+    assert_eq!(code, 1, "{stderr}\n{out:#}");
+    let whys: Vec<(&str, &str)> = out["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
+        .collect();
+    let kept = format!("document changed since run {run} wrote it: kept");
+    assert_eq!(
+        whys,
+        [
+            ("sc3.json", kept.as_str()),
+            ("sc3.json", "original path is occupied: sc3.json")
+        ],
+        "{out:#}"
+    );
+}
+
+/// An item someone put back by hand, unchanged, is already in place: nothing to do, no
+/// refusal.
+#[test]
+fn an_item_put_back_by_hand_is_already_in_place() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
+    let run = repair["run"].as_str().unwrap().to_owned();
+    std::fs::rename(
+        s.join(".set-aside").join(&run).join("torn.json"),
+        s.join("torn.json"),
+    )
+    .unwrap();
+    let (code, out, stderr) = doctor(&s, &["--restore", &run, "--item", "torn.json"]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(
+        out["skipped"],
+        serde_json::json!([{ "path": "torn.json", "rule": "R1", "why": "already in place" }]),
+        "{out:#}"
+    );
+    assert!(out["plan"]["actions"].as_array().unwrap().is_empty());
 }
 
 /// A restore sets aside the documents its own run's recoveries wrote, and not those of a later
