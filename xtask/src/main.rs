@@ -14,7 +14,7 @@
 //! cargo xtask fuzz --seconds N [--target NAME]...
 //! cargo xtask fuzz --seed
 //! cargo xtask prop --cases N [--jobs J] [--seed S]
-//! cargo xtask mutants [-p CRATE]... [-f FILE]... [--in-place] | --summary DIR
+//! cargo xtask mutants [-p CRATE]... [-f FILE]... [--in-place] [--iterate] [--all-tests] | --summary DIR
 //! ```
 
 // A developer tool: it works on the repository's files directly (clippy.toml's boundaries are
@@ -68,11 +68,13 @@ tasks:
       cases in all, split over J processes at once (default 2) with seeds S, S+1, ...
       (random S when unset), and print the totals of each and their sum. A failing case is
       shrunk, saved in crates/cli/tests/proptest-regressions/ and fails the command.
-  mutants [-p CRATE]... [-f FILE]... [--in-place]
+  mutants [-p CRATE]... [-f FILE]... [--in-place] [--iterate] [--all-tests]
       Mutation testing (cargo-mutants, `cargo install cargo-mutants`) of plan, refset,
       build-dirs, sessions and engine, or the crates and files named, each mutant tested by
-      their unit tests and the doctor's integration tests (docs/reliability.md); output in
-      target/mutants/, then the counts per file and every missed mutant.
+      their unit tests and the doctor's integration tests but for the three slowest modules
+      (docs/reliability.md); output in target/mutants/, then the counts per file and every
+      missed mutant. --iterate tests again only what the last run there did not catch;
+      --all-tests keeps the three slow modules in.
   mutants --summary DIR
       Only print the counts of the run whose output is DIR/mutants.out.
   tidy

@@ -42,6 +42,12 @@ pub struct Options {
     pub in_place: bool,
     /// `--summary DIR`: count the outcomes under `DIR/mutants.out` instead of running.
     pub summary: Option<PathBuf>,
+    /// `--iterate`: test again only the mutants the last run in the same output directory did
+    /// not catch (cargo-mutants' `--iterate`).
+    pub iterate: bool,
+    /// `--all-tests`: test with every module of the integration tests, the three slow ones
+    /// included (the second pass over what the first missed).
+    pub all_tests: bool,
 }
 
 impl Options {
@@ -52,6 +58,8 @@ impl Options {
             files: Vec::new(),
             in_place: false,
             summary: None,
+            iterate: false,
+            all_tests: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -73,6 +81,8 @@ impl Options {
                 }
                 "-f" | "--file" => out.files.push(value("-f")?),
                 "--in-place" => out.in_place = true,
+                "--iterate" => out.iterate = true,
+                "--all-tests" => out.all_tests = true,
                 "--summary" => out.summary = Some(PathBuf::from(value("--summary")?)),
                 other => return Err(Failure::Usage(format!("unknown mutants argument: {other}"))),
             }
@@ -95,6 +105,9 @@ impl Options {
         if self.in_place {
             a.push("--in-place".into());
         }
+        if self.iterate {
+            a.push("--iterate".into());
+        }
         a.extend(
             [
                 "--test-tool",
@@ -112,7 +125,10 @@ impl Options {
             .map(String::from),
         );
         a.push(output.display().to_string());
-        a.extend(["--", "--lib", "--test", "it", "-E", FILTER].map(String::from));
+        a.extend(["--", "--lib", "--test", "it"].map(String::from));
+        if !self.all_tests {
+            a.extend(["-E", FILTER].map(String::from));
+        }
         a
     }
 }
@@ -241,6 +257,16 @@ mod tests {
             ["--", "--lib", "--test", "it", "-E"]
         );
         assert!(a[a.len() - 1].contains("kill_points"), "{joined}");
+        assert!(!o.iterate && !joined.contains("--iterate"), "{joined}");
+
+        let o = Options::parse(&args(&["--iterate", "--all-tests"])).unwrap();
+        let a = o.cargo_args(Path::new("/o"));
+        assert!(a.contains(&"--iterate".to_owned()), "{a:?}");
+        assert_eq!(
+            a[a.len() - 4..],
+            ["--", "--lib", "--test", "it"],
+            "no filter"
+        );
         for bad in [&["-p", "doctor"][..], &["-p"], &["--fast"]] {
             assert!(
                 matches!(Options::parse(&args(bad)), Err(Failure::Usage(_))),
