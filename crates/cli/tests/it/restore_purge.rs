@@ -570,6 +570,92 @@ fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
         .contains("is missing (a partial run)")));
 }
 
+/// A fresh demo store repaired, then changed by `tamper(S, run)`: whether a dry purge of that
+/// run would delete it (`Ok`) or why it keeps it (`Err`).
+fn purge_verdict(tamper: impl FnOnce(&Path, &Path)) -> Result<(), String> {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
+    let run = rep["run"].as_str().unwrap().to_owned();
+    tamper(&s, &s.join(".set-aside").join(&run));
+    let (_, out, stderr) = doctor(
+        &s,
+        &["--purge-set-aside", "--older-than", "0s", "--dry-run"],
+    );
+    let at = format!(".set-aside/{run}");
+    let planned = out["plan"]["actions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .iter()
+        .any(|a| a["path"] == at.as_str());
+    let why = out["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["path"] == at.as_str())
+        .map(|k| k["why"].as_str().unwrap().to_owned());
+    match (planned, why) {
+        (true, None) => Ok(()),
+        (false, Some(why)) => Err(why),
+        _ => panic!("{out:#}"),
+    }
+}
+
+#[track_caller]
+fn refused(verdict: Result<(), String>, says: &str) {
+    let why = verdict.expect_err("the purge keeps the run");
+    assert!(why.contains(says), "{why}");
+}
+
+/// What a purge accepts as a run matching its manifest, item by item: an item where a kill or
+/// a later run left it is accounted for; anything changed, replaced or unlisted is not.
+#[test]
+fn purge_accounts_for_each_item_where_a_kill_or_a_later_run_left_it() {
+    let store = "epsilon/runtime";
+    // An item changed in the run.
+    let why = purge_verdict(|_, run| std::fs::write(run.join("torn.json"), "changed").unwrap());
+    refused(why, "torn.json does not match its manifest line)");
+
+    // A store restore cut short before the emptied directory in the run went: whole at its
+    // path, an empty directory in the run.
+    purge_verdict(|s, run| {
+        std::fs::create_dir_all(s.join("epsilon")).unwrap();
+        std::fs::rename(run.join(store), s.join(store)).unwrap();
+        std::fs::create_dir(run.join(store)).unwrap();
+    })
+    .unwrap();
+    // An empty directory in the run and nothing at the path is not that.
+    let why = purge_verdict(|_, run| {
+        std::fs::remove_dir_all(run.join(store)).unwrap();
+        std::fs::create_dir(run.join(store)).unwrap();
+    });
+    refused(why, "epsilon/runtime does not match its manifest line)");
+
+    // A kill between the manifest line and the move: the item unchanged at its path.
+    purge_verdict(|s, run| std::fs::rename(run.join("torn.json"), s.join("torn.json")).unwrap())
+        .unwrap();
+    // ... changed there, it is missing from the run.
+    let why = purge_verdict(|s, run| {
+        std::fs::remove_file(run.join("torn.json")).unwrap();
+        std::fs::write(s.join("torn.json"), "another").unwrap();
+    });
+    refused(why, "torn.json is missing (a partial run))");
+
+    // The next run moved it into its own run.
+    purge_verdict(|s, run| {
+        let next = s.join(".set-aside/20261129T130000Z-abcdef");
+        std::fs::create_dir_all(&next).unwrap();
+        std::fs::rename(run.join("torn.json"), next.join("torn.json")).unwrap();
+    })
+    .unwrap();
+
+    // A temporary file of a copy a kill cut short is the doctor's own; a directory of that
+    // name, or any other file, is not in the manifest.
+    let temp = ".torn.json.doctor-tmp-9999999-1";
+    purge_verdict(|_, run| std::fs::write(run.join(temp), "half").unwrap()).unwrap();
+    let why = purge_verdict(|_, run| std::fs::create_dir(run.join(temp)).unwrap());
+    refused(why, &format!("{temp} is not in the manifest)"));
+}
+
 #[test]
 fn restore_never_touches_a_held_store() {
     let (_tmp, s) = demo_with_old_artifacts();
