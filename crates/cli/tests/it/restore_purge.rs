@@ -286,11 +286,20 @@ fn an_item_put_back_by_hand_is_already_in_place() {
         s.join("torn.json"),
     )
     .unwrap();
-    let (code, out, stderr) = doctor(&s, &["--restore", &run, "--item", "torn.json"]);
+    // A thread record given its previous bytes back by hand (the copy stays in the run).
+    let record = "beta/runtime/threads/th-lost.json";
+    std::fs::copy(s.join(".set-aside").join(&run).join(record), s.join(record)).unwrap();
+    let (code, out, stderr) = doctor(
+        &s,
+        &["--restore", &run, "--item", "torn.json", "--item", record],
+    );
     assert_eq!(code, 0, "{stderr}\n{out:#}");
     assert_eq!(
         out["skipped"],
-        serde_json::json!([{ "path": "torn.json", "rule": "R1", "why": "already in place" }]),
+        serde_json::json!([
+            { "path": "torn.json", "rule": "R1", "why": "already in place" },
+            { "path": record, "rule": "R4", "why": "already in place" },
+        ]),
         "{out:#}"
     );
     assert!(out["plan"]["actions"].as_array().unwrap().is_empty());
@@ -654,6 +663,28 @@ fn purge_accounts_for_each_item_where_a_kill_or_a_later_run_left_it() {
     purge_verdict(|_, run| std::fs::write(run.join(temp), "half").unwrap()).unwrap();
     let why = purge_verdict(|_, run| std::fs::create_dir(run.join(temp)).unwrap());
     refused(why, &format!("{temp} is not in the manifest)"));
+    // Nor is an empty directory.
+    let why = purge_verdict(|_, run| std::fs::create_dir(run.join("stray")).unwrap());
+    refused(why, "stray is not in the manifest)");
+
+    // Entries of .set-aside/ that are not runs are left alone, by name.
+    let (_tmp, s) = demo_with_old_artifacts();
+    std::fs::create_dir_all(s.join(".set-aside/notarun")).unwrap();
+    std::fs::write(s.join(".set-aside/20261128T120000Z-abcdef"), "a file").unwrap();
+    let (_, out, _) = doctor(
+        &s,
+        &["--purge-set-aside", "--older-than", "0s", "--dry-run"],
+    );
+    for p in [".set-aside/notarun", ".set-aside/20261128T120000Z-abcdef"] {
+        assert!(
+            out["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["path"] == p && k["why"] == "not a set-aside run: left alone"),
+            "{p}: {out:#}"
+        );
+    }
 }
 
 #[test]
@@ -934,10 +965,54 @@ fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
         "the store and the document are back at their original paths, byte for byte"
     );
 
-    let (_, again, _) = doctor(&s, &["--restore", APP_RUN]);
+    let (code, again, _) = doctor(&s, &["--restore", APP_RUN]);
+    assert_eq!(code, 0, "{again:#}");
     assert!(
         again["plan"]["actions"].as_array().unwrap().is_empty(),
         "a second restore finds nothing to do: {again:#}"
+    );
+    for k in again["skipped"].as_array().unwrap() {
+        assert_eq!(k["why"], "already restored", "{again:#}");
+    }
+    assert_eq!(again["skipped"].as_array().map(Vec::len), Some(2));
+}
+
+/// An app store (no digest) restore cut short midway (some entries back at the path, the
+/// owner lock still in the run) is finished by the next restore; a store missing from its run
+/// and never restored is refused, by name.
+#[test]
+fn an_app_store_restore_cut_short_is_finished_and_one_missing_from_its_run_is_refused() {
+    let (_tmp, s) = app_store();
+    put_store(&s, "x/runtime");
+    let before = app_sets_aside(
+        &s,
+        APP_RUN,
+        &[("x/runtime", serde_json::json!({ "kind": "runtime_store" }))],
+    );
+    let in_run = s.join(".set-aside").join(APP_RUN).join("x/runtime");
+    std::fs::create_dir_all(s.join("x/runtime")).unwrap();
+    for name in ["owner.json", "state.json"] {
+        std::fs::rename(in_run.join(name), s.join("x/runtime").join(name)).unwrap();
+    }
+    let (code, out, stderr) = doctor(&s, &["--restore", APP_RUN]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(out["plan"]["actions"][0]["path"], "x/runtime", "{out:#}");
+    assert_eq!(user_tree(&s), before, "the store is whole at its path");
+
+    let (_tmp, s) = app_store();
+    put_store(&s, "x/runtime");
+    app_sets_aside(
+        &s,
+        APP_RUN,
+        &[("x/runtime", serde_json::json!({ "kind": "runtime_store" }))],
+    );
+    std::fs::remove_dir_all(s.join(".set-aside").join(APP_RUN).join("x")).unwrap();
+    let (code, out, stderr) = doctor(&s, &["--restore", APP_RUN]);
+    assert_eq!(code, 1, "{stderr}\n{out:#}");
+    assert_eq!(
+        out["skipped"][0]["why"].as_str(),
+        Some(format!("missing from the set-aside run: .set-aside/{APP_RUN}/x/runtime").as_str()),
+        "{out:#}"
     );
 }
 
