@@ -1768,6 +1768,58 @@ mod tests {
         }
     }
 
+    /// `.set-aside` as a symlink is an error naming it, not a store without runs; a manifest
+    /// that cannot be read is a problem naming the manifest.
+    #[test]
+    fn what_cannot_be_listed_or_read_is_an_error_not_an_empty_list() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path().join("S");
+        std::fs::create_dir_all(tmp.path().join("real").join(RUN)).unwrap();
+        std::fs::create_dir(&s).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("real"), s.join(SET_ASIDE_DIR)).unwrap();
+        let root = Root::open(&s).unwrap();
+        assert!(run_dirs(&root).unwrap_err().is_symlink());
+        assert!(matches!(
+            resolve_run(&root, "latest"),
+            Err(AdminError::Fs(e)) if e.is_symlink()
+        ));
+
+        let empty = tempfile::tempdir().unwrap();
+        let root = Root::open(empty.path()).unwrap();
+        assert_eq!(
+            run_dirs(&root).unwrap(),
+            Vec::<String>::new(),
+            "no .set-aside"
+        );
+
+        let (_tmp, root) = store();
+        let manifest = store::ids::manifest_path(OLDER);
+        std::fs::create_dir(root.anchor().join(&manifest)).unwrap();
+        let all = list_runs(&root, &no_rule).unwrap();
+        let older = all.runs.iter().find(|r| r.run == OLDER).unwrap();
+        assert_eq!(older.items, 0);
+        assert!(
+            all.errors.iter().any(|p| p.path.ends_with(&manifest)),
+            "{:?}",
+            all.errors
+        );
+    }
+
+    /// A name that is not a run id has no overview; a run without a manifest has no items.
+    #[test]
+    fn only_a_run_id_has_an_overview() {
+        let (_tmp, root) = store();
+        let none = BTreeSet::new();
+        assert!(matches!(
+            run_overview(&root, "notarun", &none, &no_rule),
+            Err(AdminError::NoSuchRun { .. })
+        ));
+        assert_eq!(
+            run_overview(&root, OLDER, &none, &no_rule).unwrap().items,
+            0
+        );
+    }
+
     #[test]
     fn a_run_lists_each_item_with_where_it_is_now() {
         let (_tmp, root) = store();
