@@ -1805,7 +1805,8 @@ mod tests {
         );
     }
 
-    /// A name that is not a run id has no overview; a run without a manifest has no items.
+    /// A name that is not a run id has no overview or listing; a run without a manifest has no
+    /// items.
     #[test]
     fn only_a_run_id_has_an_overview() {
         let (_tmp, root) = store();
@@ -1818,6 +1819,13 @@ mod tests {
             run_overview(&root, OLDER, &none, &no_rule).unwrap().items,
             0
         );
+        // Listing one says which: not a run id, or a run id with no directory.
+        let why = |run: &str| match list_run(&root, run, &no_rule) {
+            Err(AdminError::NoSuchRun { why, .. }) => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(why("nosuchrun").starts_with("not a run id"));
+        assert!(why("20250101T000000Z-abcdef").ends_with("does not exist"));
     }
 
     #[test]
