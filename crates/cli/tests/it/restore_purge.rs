@@ -305,6 +305,58 @@ fn an_item_put_back_by_hand_is_already_in_place() {
     assert!(out["plan"]["actions"].as_array().unwrap().is_empty());
 }
 
+/// The restore of a store the doctor set aside (with its digest), cut short: midway (some
+/// entries back at the path, the owner lock still in the run) it is finished; after its last
+/// entry moved (an empty directory left in the run) it is already in place. A store changed in
+/// the run is refused, not taken for one cut short.
+#[test]
+fn a_store_restore_cut_short_is_finished_and_a_changed_store_is_refused() {
+    let store = "epsilon/runtime";
+    let restore = |tamper: &dyn Fn(&Path, &Path)| {
+        let (_tmp, s) = demo_with_old_artifacts();
+        let before = tree(&s.join(store));
+        let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
+        let run = repair["run"].as_str().unwrap().to_owned();
+        let in_run = s.join(".set-aside").join(&run).join(store);
+        std::fs::create_dir_all(s.join(store)).unwrap();
+        tamper(&in_run, &s.join(store));
+        let (code, out, stderr) = doctor(&s, &["--restore", &run, "--item", store]);
+        let ok = s.join(store).is_dir() && tree(&s.join(store)) == before;
+        (code, out, stderr, ok)
+    };
+
+    let (code, out, stderr, ok) = restore(&|in_run, at| {
+        for name in ["owner.json", "state.json"] {
+            std::fs::rename(in_run.join(name), at.join(name)).unwrap();
+        }
+    });
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(out["plan"]["actions"][0]["path"], store, "{out:#}");
+    assert!(ok, "the store is whole at its path: {out:#}");
+
+    let (code, out, stderr, ok) = restore(&|in_run, at| {
+        std::fs::remove_dir(at).unwrap();
+        std::fs::rename(in_run, at).unwrap();
+        std::fs::create_dir(in_run).unwrap();
+    });
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(out["skipped"][0]["why"], "already in place", "{out:#}");
+    assert!(ok);
+
+    let (code, out, _, _) = restore(&|in_run, at| {
+        std::fs::remove_dir(at).unwrap();
+        std::fs::write(in_run.join("extra.json"), "{}").unwrap();
+    });
+    assert_eq!(code, 1, "{out:#}");
+    assert!(
+        out["skipped"][0]["why"]
+            .as_str()
+            .unwrap()
+            .ends_with("epsilon/runtime does not match its manifest line: kept"),
+        "{out:#}"
+    );
+}
+
 /// A restore sets aside the documents its own run's recoveries wrote, and not those of a later
 /// run.
 #[test]
