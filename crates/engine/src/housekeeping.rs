@@ -186,6 +186,27 @@ mod tests {
         assert!(errors[0].path.contains(RECONCILE_DIR), "{:?}", errors[0]);
     }
 
+    /// A candidate gone since the scan is no error; one that cannot be digested (a symlink of
+    /// that name) is reported; a directory of that name in `.reconcile/` is not a candidate.
+    #[test]
+    fn what_is_not_a_temporary_file_now_is_not_planned_and_what_cannot_be_read_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gone = ".gone.json.doctor-tmp-9999999-0";
+        let link = ".link.json.doctor-tmp-9999999-1";
+        std::os::unix::fs::symlink("a.json", tmp.path().join(link)).unwrap();
+        std::fs::create_dir_all(tmp.path().join(".reconcile/.d.json.doctor-tmp-9999999-2"))
+            .unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+
+        let mut errors = Vec::new();
+        assert!(plan_interrupted_writes(&root, &[gone.to_owned()], &mut errors).is_empty());
+        assert!(errors.is_empty(), "{errors:?}");
+
+        assert!(plan_interrupted_writes(&root, &[link.to_owned()], &mut errors).is_empty());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].path.ends_with(link), "{errors:?}");
+    }
+
     #[test]
     fn each_removal_is_planned_with_the_files_digest_and_heads_the_plan() {
         let tmp = tempfile::tempdir().unwrap();
