@@ -286,6 +286,24 @@ mod tests {
     }
 
     #[test]
+    fn an_environment_entry_counts_from_its_first_equals_sign_and_each_path_once() {
+        let r = refs(ProcessInfo {
+            pid: 4,
+            cwd: Some("/w".into()),
+            environ: vec!["WORK=/t/go-build3".into(), "=/t/go-build5".into()],
+            ..Default::default()
+        });
+        assert_eq!(via(&r, "/t/go-build3"), Some(Via::Environ));
+        assert_eq!(via(&r, "/t/go-build5"), Some(Via::Environ));
+        // The cwd and the two values: nothing made of a key, nothing relative to the cwd.
+        assert_eq!(r.len(), 3);
+        assert!(!r.is_empty());
+        let none = ProcessRefs::from_processes(Vec::<ProcessInfo>::new());
+        assert!(none.is_empty());
+        assert_eq!(none.len(), 0);
+    }
+
+    #[test]
     fn normalises_paths_lexically() {
         let r = refs(ProcessInfo {
             pid: 3,
