@@ -301,6 +301,14 @@ mod tests {
         let none = ProcessRefs::from_processes(Vec::<ProcessInfo>::new());
         assert!(none.is_empty());
         assert_eq!(none.len(), 0);
+        // An argument `KEY=path` (as `env` passes one) names the path after its first `=`.
+        let r = refs(ProcessInfo {
+            pid: 5,
+            cwd: Some("/w".into()),
+            argv: vec!["env".into(), "GOTMPDIR=/t/go-build6".into()],
+            ..Default::default()
+        });
+        assert_eq!(via(&r, "/t/go-build6"), Some(Via::Argv));
     }
 
     #[test]
