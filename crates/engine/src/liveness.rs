@@ -309,6 +309,8 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(via(&r, "/t/go-build6"), Some(Via::Argv));
+        // The cwd, each argument taken whole (relative to the cwd) and the path after `=`.
+        assert_eq!(r.len(), 4);
     }
 
     #[test]

@@ -190,3 +190,48 @@ pub enum AppDetail {
     /// A shape the doctor does not know (a newer app): judged by what is on disk.
     Other(serde_json::Value),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a move actually moved decides the digest and, between a document and a directory,
+    /// the kind; the other kinds keep theirs.
+    #[test]
+    fn a_line_with_what_was_found_takes_its_digest_and_kind() {
+        let line = |kind| ManifestLine {
+            run: "20261129T120000Z-a1b2c3".into(),
+            rule: "R1".into(),
+            original: "a".into(),
+            moved_to: ".set-aside/20261129T120000Z-a1b2c3/a".into(),
+            reason: "r".into(),
+            kind,
+            sha256: None,
+            tree_blake3: None,
+            bytes: 0,
+            at: "2026-11-29T12:00:00Z".into(),
+        };
+        let file = Precondition::File {
+            bytes: 3,
+            sha256: "f".repeat(64),
+        };
+        let tree = Precondition::Tree {
+            bytes: 5,
+            tree_blake3: "b".repeat(64),
+        };
+        let got = |kind, found: &Precondition| {
+            let l = line(kind).with_digest(found);
+            (l.kind, l.sha256.is_some(), l.tree_blake3.is_some(), l.bytes)
+        };
+        use ItemKind::*;
+        assert_eq!(got(Directory, &file), (Document, true, false, 3));
+        assert_eq!(got(Document, &file), (Document, true, false, 3));
+        assert_eq!(
+            got(PreviousVersion, &file),
+            (PreviousVersion, true, false, 3)
+        );
+        assert_eq!(got(Document, &tree), (Directory, false, true, 5));
+        assert_eq!(got(Directory, &tree), (Directory, false, true, 5));
+        assert_eq!(got(RuntimeStore, &tree), (RuntimeStore, false, true, 5));
+    }
+}
