@@ -790,12 +790,7 @@ fn restore_actions(
                     }
                     Some(_) => {}
                 }
-                let kind = line.kind.unwrap_or(ItemKind::Document);
-                if kind == ItemKind::PreviousVersion && at_original.as_ref() == Some(&want) {
-                    out.skip(&line.original, &line.rule, "already in place".into());
-                    continue;
-                }
-                (kind, want)
+                (line.kind.unwrap_or(ItemKind::Document), want)
             }
             // No digest (an app line for a store or a directory): it must be where the line
             // says, as the kind it says; the plan's precondition is what is there now.
