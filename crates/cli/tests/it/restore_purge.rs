@@ -355,6 +355,39 @@ fn a_store_restore_cut_short_is_finished_and_a_changed_store_is_refused() {
             .ends_with("epsilon/runtime does not match its manifest line: kept"),
         "{out:#}"
     );
+
+    // A store without an owner lock file leaves no trace of the store-move protocol: split
+    // between its path and the run, it is not taken for a restore cut short.
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    std::fs::create_dir_all(s.join(".late-usage")).unwrap();
+    crate::stores::write(
+        &s,
+        "nl/runtime/owner.json",
+        crate::stores::pretty(
+            &serde_json::json!({ "owner_id": crate::stores::owner_id("nl/runtime") }),
+        ),
+    );
+    crate::stores::write(
+        &s,
+        "nl/runtime/state.json",
+        crate::stores::pretty(&serde_json::json!({ "schema_version": 2, "next_seq": 1 })),
+    );
+    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
+    let run = repair["run"].as_str().unwrap().to_owned();
+    let in_run = s.join(".set-aside").join(&run).join("nl/runtime");
+    assert!(in_run.join("state.json").is_file(), "{repair:#}");
+    std::fs::create_dir_all(s.join("nl/runtime")).unwrap();
+    std::fs::rename(in_run.join("state.json"), s.join("nl/runtime/state.json")).unwrap();
+    let (code, out, _) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 1, "{out:#}");
+    assert!(
+        out["skipped"][0]["why"]
+            .as_str()
+            .unwrap()
+            .ends_with("nl/runtime does not match its manifest line: kept"),
+        "{out:#}"
+    );
 }
 
 /// A restore sets aside the documents its own run's recoveries wrote, and not those of a later
