@@ -1,6 +1,7 @@
-//! c14-c16, c48, c56, c68. Permissions: mode 000 as root; files and directories an ordinary
-//! user (65534, the real binary through `setpriv`) may not read or write; private records that
-//! stay private; a document or a checkpoint the doctor cannot read, which may bind a store.
+//! c14-c16, c48, c56, c68, c81. Permissions: mode 000 as root; files and directories an
+//! ordinary user (65534, the real binary through `setpriv`) may not read or write; private
+//! records that stay private; a document or a checkpoint the doctor cannot read, which may bind
+//! a store; a live lease it cannot check.
 
 use super::*;
 
@@ -137,6 +138,49 @@ fn c15_permission_denied_files_as_an_ordinary_user() {
         before.get(Path::new("secret.json"))
     );
     assert_eq!(c.outside_state(), outside);
+}
+
+/// As user 65534, with a `.late-usage` it may not enter: a session's live lease cannot be
+/// checked, so the real run skips the session's document, saying why, instead of taking the
+/// lease for free (the dry run plans it and reports the directory it could not list).
+#[test]
+fn c81_a_lease_that_cannot_be_checked_keeps_its_session() {
+    let Some(c) = case_for_nobody("c81") else {
+        return;
+    };
+    write(&c.s, "torn.json", b"{\"torn\":");
+    write(&c.s, ".late-usage/torn.live", b"");
+    give_to_nobody(&c.s);
+    let late = c.s.join(".late-usage");
+    std::os::unix::fs::chown(&late, Some(0), Some(0)).unwrap();
+    chmod(&late, 0o700);
+    let before = tree(&c.s);
+
+    let dry = repair_bin(&c.s, true)
+        .by_nobody()
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    assert_says(&dry.stdout, ".late-usage: Permission denied");
+    let real = repair_bin(&c.s, false)
+        .by_nobody()
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert_eq!(real.code, Some(0), "{}\n{}", real.stdout, real.stderr);
+    let report: Value = serde_json::from_str(&real.stdout).unwrap();
+    let torn = outcome_in(&report, "torn.json");
+    assert_eq!(torn["outcome"], "skipped", "{report:#}");
+    assert!(
+        torn["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot check the live lease"),
+        "{torn}"
+    );
+    assert_eq!(
+        tree(&c.s).get(Path::new("torn.json")),
+        before.get(Path::new("torn.json"))
+    );
 }
 
 /// As user 65534: a session directory and a threads directory it may not list are reported
