@@ -5,8 +5,9 @@
 //!
 //! Every mutant is tested with cargo-nextest (which stops at the first failing test) by the
 //! unit tests of the crates above and the doctor's integration tests (`--test it`) but for the
-//! three slowest modules, whose subjects (the executor's crash safety, a live host, handle
-//! leaks) lie outside planning: `kill_points`, `host_beside_doctor`, `fd_leak`. cargo-mutants'
+//! three slowest modules (unless `--all-tests`), whose subjects (the executor's crash safety, a
+//! live host, handle leaks) lie outside planning: `kill_points`, `host_beside_doctor`,
+//! `fd_leak`. `--iterate` re-tests only what the last run did not catch. cargo-mutants'
 //! own baseline is skipped (`--baseline=skip`): cargo-mutants 27 runs it with the mutated
 //! packages only, where `--test it` does not exist. The baseline is the same test command on
 //! the unmutated tree, which must pass first (docs/reliability.md).

@@ -286,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn an_environment_entry_counts_from_its_first_equals_sign_and_each_path_once() {
+    fn an_environment_entry_counts_after_its_equals_sign_and_each_path_once() {
         let r = refs(ProcessInfo {
             pid: 4,
             cwd: Some("/w".into()),

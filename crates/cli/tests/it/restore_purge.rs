@@ -44,6 +44,25 @@ fn assert_admin_valid(v: &Value) {
     assert!(errs.is_empty(), "{errs:?}\n{v:#}");
 }
 
+/// The `(path, why)` of each item a report skipped.
+fn whys(out: &Value) -> Vec<(&str, &str)> {
+    out["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
+        .collect()
+}
+
+/// The demo store with old artifacts, repaired: the temp dir (keep it alive), S and the run.
+fn repaired_demo() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let (tmp, s) = demo_with_old_artifacts();
+    let (code, repair, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}");
+    let run = repair["run"].as_str().unwrap().to_owned();
+    (tmp, s, run)
+}
+
 fn set_aside_runs(s: &Path) -> Vec<String> {
     let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
         .map(|d| {
@@ -213,12 +232,7 @@ fn a_restore_keeps_a_recovered_document_changed_since_and_says_so() {
             "a partial restore fails (dry: {dry})\n{stderr}\n{out:#}"
         );
         assert_admin_valid(&out);
-        let skipped: Vec<(&str, &str)> = out["skipped"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
-            .collect();
+        let skipped = whys(&out);
         assert_eq!(skipped, [("sc3.json", why.as_str())], "{out:#}");
         let restored: Vec<&str> = out["plan"]["actions"]
             .as_array()
@@ -257,15 +271,9 @@ fn a_changed_recovered_document_that_replaced_one_set_aside_is_kept_not_taken_as
 
     let (code, out, stderr) = doctor(&s, &["--restore", &run, "--dry-run"]);
     assert_eq!(code, 1, "{stderr}\n{out:#}");
-    let whys: Vec<(&str, &str)> = out["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
-        .collect();
     let kept = format!("document changed since run {run} wrote it: kept");
     assert_eq!(
-        whys,
+        whys(&out),
         [
             ("sc3.json", kept.as_str()),
             ("sc3.json", "original path is occupied: sc3.json")
@@ -278,9 +286,7 @@ fn a_changed_recovered_document_that_replaced_one_set_aside_is_kept_not_taken_as
 /// refusal.
 #[test]
 fn an_item_put_back_by_hand_is_already_in_place() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
-    let run = repair["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     std::fs::rename(
         s.join(".set-aside").join(&run).join("torn.json"),
         s.join("torn.json"),
@@ -481,9 +487,7 @@ fn a_restore_removes_the_interrupted_write_beside_a_record_it_rewrites() {
 
 #[test]
 fn restore_refuses_an_occupied_path_and_a_tampered_item() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
-    let run = repair["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     std::fs::write(s.join("torn.json"), "a new torn.json written since").unwrap();
     std::fs::write(
         s.join(".set-aside").join(&run).join("garbage.json"),
@@ -543,9 +547,7 @@ fn restore_refuses_an_occupied_path_and_a_tampered_item() {
 /// replaced by one of another kind said not to match its line.
 #[test]
 fn restore_refuses_a_path_taken_by_an_item_of_another_kind() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
-    let run = repair["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     let in_run = s.join(".set-aside").join(&run);
     assert!(in_run.join("zeta").is_dir() && in_run.join("torn.json").is_file());
     std::fs::create_dir(s.join("torn.json")).unwrap();
@@ -555,12 +557,7 @@ fn restore_refuses_a_path_taken_by_an_item_of_another_kind() {
 
     let (code, out, _) = doctor(&s, &["--restore", &run, "--dry-run"]);
     assert_eq!(code, 1, "{out:#}");
-    let skipped: Vec<(&str, &str)> = out["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| (k["path"].as_str().unwrap(), k["why"].as_str().unwrap()))
-        .collect();
+    let skipped = whys(&out);
     let run_garbage =
         format!(".set-aside/{run}/garbage.json does not match its manifest line: kept");
     for (path, why) in [
@@ -634,9 +631,7 @@ fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
 
 #[test]
 fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
-    let run = rep["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     doctor(&s, &["--restore", &run]);
     // Everything moved back: the run holds previous versions and its manifest; it still matches.
     std::fs::write(s.join("late.json"), "not json").unwrap();
@@ -667,9 +662,7 @@ fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
 /// A fresh demo store repaired, then changed by `tamper(S, run)`: whether a dry purge of that
 /// run would delete it (`Ok`) or why it keeps it (`Err`).
 fn purge_verdict(tamper: impl FnOnce(&Path, &Path)) -> Result<(), String> {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
-    let run = rep["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     tamper(&s, &s.join(".set-aside").join(&run));
     let (_, out, stderr) = doctor(
         &s,
@@ -774,9 +767,7 @@ fn purge_accounts_for_each_item_where_a_kill_or_a_later_run_left_it() {
 
 #[test]
 fn restore_never_touches_a_held_store() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, rep, _) = doctor(&s, &["--repair-sessions"]);
-    let run = rep["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     let record = s.join("beta/runtime/threads/th-lost.json");
     let rewritten = std::fs::read(&record).unwrap();
     let _host = common::Holder::spawn(&[s.join("beta/runtime/runtime-process.owner.lock")]);
@@ -1215,9 +1206,7 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
 /// untouched (at most the links themselves go).
 #[test]
 fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
-    let (_tmp, s) = demo_with_old_artifacts();
-    let (_, repair, _) = doctor(&s, &["--repair-sessions"]);
-    let run = repair["run"].as_str().unwrap().to_owned();
+    let (_tmp, s, run) = repaired_demo();
     let aside = s.join(".set-aside").join(&run);
     assert!(aside.join("zeta").is_dir() && aside.join("beta/runtime").is_dir());
     let alpha_before = tree(&s.join("alpha"));
