@@ -54,6 +54,16 @@ fn whys(out: &Value) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The path of each action a report planned.
+fn planned_paths(out: &Value) -> Vec<&str> {
+    out["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect()
+}
+
 /// The demo store with old artifacts, repaired: the temp dir (keep it alive), S and the run.
 fn repaired_demo() -> (tempfile::TempDir, std::path::PathBuf, String) {
     let (tmp, s) = demo_with_old_artifacts();
@@ -234,12 +244,7 @@ fn a_restore_keeps_a_recovered_document_changed_since_and_says_so() {
         assert_admin_valid(&out);
         let skipped = whys(&out);
         assert_eq!(skipped, [("sc3.json", why.as_str())], "{out:#}");
-        let restored: Vec<&str> = out["plan"]["actions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["path"].as_str().unwrap())
-            .collect();
+        let restored = planned_paths(&out);
         assert_eq!(restored, ["sb2/runtime/threads/sc3.json"], "{out:#}");
         assert_eq!(std::fs::read(s.join("sc3.json")).unwrap(), edited);
     }
@@ -522,12 +527,7 @@ fn restore_refuses_an_occupied_path_and_a_tampered_item() {
     assert!(why("garbage.json")
         .unwrap()
         .contains("does not match its manifest line"));
-    let restored: Vec<&str> = out["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["path"].as_str().unwrap())
-        .collect();
+    let restored = planned_paths(&out);
     assert_eq!(restored, ["mismatch.json"], "--item restricts the restore");
     assert_eq!(
         std::fs::read_to_string(s.join("torn.json")).unwrap(),
@@ -639,12 +639,7 @@ fn purge_refuses_a_partial_run_and_accepts_one_a_restore_emptied() {
     let run2 = rep2["run"].as_str().unwrap().to_owned();
     std::fs::remove_file(s.join(".set-aside").join(&run2).join("late.json")).unwrap();
     let (_, out, _) = doctor(&s, &["--purge-set-aside", "--older-than", "0s"]);
-    let purged: Vec<&str> = out["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["path"].as_str().unwrap())
-        .collect();
+    let purged = planned_paths(&out);
     assert!(
         purged.contains(&format!(".set-aside/{run}").as_str()),
         "{out:#}"
@@ -1019,12 +1014,7 @@ fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
     ] {
         let (code, one, stderr) = doctor(&s, &["--restore", APP_RUN, "--item", item, "--dry-run"]);
         assert_eq!(code, 0, "{item}: {stderr}");
-        let paths: Vec<&str> = one["plan"]["actions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["path"].as_str().unwrap())
-            .collect();
+        let paths = planned_paths(&one);
         assert_eq!(paths, [planned], "{item}: {one:#}");
     }
 
@@ -1114,12 +1104,7 @@ fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
     let (code, first, _) = doctor(&s, &["--purge-set-aside", "--older-than", "1d"]);
     assert_eq!(code, 0);
     assert_admin_valid(&first);
-    let purged: Vec<&str> = first["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["path"].as_str().unwrap())
-        .collect();
+    let purged = planned_paths(&first);
     assert_eq!(purged, [format!(".set-aside/{digested}")], "{first:#}");
     let refused = first["skipped"]
         .as_array()
