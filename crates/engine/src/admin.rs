@@ -675,25 +675,26 @@ fn restore_actions(
             continue;
         }
         let d = root.file_digest(Path::new(doc))?;
-        // The run's own item already back at that path (a restore that ran, or was cut short
-        // after putting it back): nothing to set aside, and nothing was kept.
-        let item_back = manifest.items.iter().any(|l| {
-            l.original == *doc
-                && matches!(
-                    &l.promise,
-                    Some(Precondition::File { sha256, .. }) if *sha256 == d.sha256
-                )
-        });
-        if sha.as_deref().is_some_and(|s| s != d.sha256) && item_back {
-            out.skip(doc, rule, "already restored".into());
-            continue;
-        }
         if sha.as_deref().is_some_and(|s| s != d.sha256) {
-            out.keep_document(
-                doc,
-                rule,
-                format!("document changed since run {run} wrote it: kept"),
-            );
+            // Not what the recovery wrote: the run's own item already back at that path (a
+            // restore that ran, or was cut short after putting it back), or a document changed
+            // since, which is kept.
+            let item_back = manifest.items.iter().any(|l| {
+                l.original == *doc
+                    && matches!(
+                        &l.promise,
+                        Some(Precondition::File { sha256, .. }) if *sha256 == d.sha256
+                    )
+            });
+            if item_back {
+                out.skip(doc, rule, "already restored".into());
+            } else {
+                out.keep_document(
+                    doc,
+                    rule,
+                    format!("document changed since run {run} wrote it: kept"),
+                );
+            }
             continue;
         }
         let a = action(
