@@ -35,7 +35,7 @@ fn run_admin(
     // A restore killed while it wrote a record left that write's temporary file: its removal
     // heads the plan, applied and receipted like every action.
     let planned = plan(&root)?;
-    let applied = exec::execute(
+    let mut applied = exec::execute(
         &mut exec::SessionsTarget::new(&root),
         &lock,
         &planned.plan,
@@ -43,6 +43,10 @@ fn run_admin(
         opts.clock,
         &opts.progress,
     );
+    applied.errors.extend(exec::drop_stale_purge_records(
+        &root,
+        &planned.stale_pending,
+    ));
     Ok(AdminReport::new(
         command,
         absolute(dir),

@@ -64,6 +64,9 @@ pub struct AdminPlan {
     /// Restore: the documents the run's recoveries wrote that were kept (in `skipped`) because
     /// they changed since.
     pub documents_kept: u64,
+    /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) of deletions
+    /// that finished and were receipted; a real run removes them once the plan is applied.
+    pub stale_pending: Vec<String>,
 }
 
 impl AdminPlan {
@@ -148,36 +151,96 @@ impl AdminPlan {
     }
 }
 
-/// The lines of the record file `rel` that parse as `T`, and a problem for each that does not
-/// (a write cut short, a line edited by hand, a shape nobody knows), naming the file and the
-/// line: it is reported, never passed over in silence. Lines the app wrote parse as their own
-/// shape. `None`: there is no such file.
-#[allow(clippy::type_complexity)]
+/// The lines of a record file, as [`read_lines`] reads them.
+struct Lines<T> {
+    /// The records, in file order.
+    parsed: Vec<T>,
+    /// A problem for each line that is not a record (a line edited by hand, a shape nobody
+    /// knows), naming the file and the line.
+    bad: Vec<Problem>,
+    /// A problem for each torn line (a record cut short: a writer that died mid-line, a write
+    /// cut short by `ENOSPC` or `EFBIG`), naming the file and the line. Every writer writes a
+    /// record's line before acting on it, and acts only once the whole line is written, so a
+    /// torn line names nothing that was done: it is reported and passed over.
+    torn: Vec<Problem>,
+}
+
+/// The line number a problem of [`read_lines`] names (`line N of ...`).
+fn line_number(message: &str) -> usize {
+    message
+        .strip_prefix("line ")
+        .and_then(|m| m.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// How many places a line that does not parse is tried at for a record glued after a torn
+/// one: a bound on the work a hostile line can cause.
+const GLUE_TRIES: usize = 64;
+
+/// The record glued after a torn one in `line` (a torn line that a writer which did not
+/// terminate it appended to): the first `{` after which the rest is a whole `T` while what is
+/// before it is a record cut short (JSON that ends early).
+fn glued<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<T> {
+    line.iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, b)| **b == b'{')
+        .take(GLUE_TRIES)
+        .find_map(|(i, _)| {
+            let torn = serde_json::from_slice::<serde_json::Value>(&line[..i])
+                .err()
+                .is_some_and(|e| e.is_eof());
+            torn.then(|| serde_json::from_slice(&line[i..]).ok())
+                .flatten()
+        })
+}
+
+/// The lines of the record file `rel` that parse as `T`, and a problem for each that does not,
+/// naming the file and the line: it is reported, never passed over in silence. Lines the app
+/// wrote parse as their own shape. A torn line (JSON that ends early) is told apart from one
+/// that is not a record; a record glued after a torn line (by an append that did not
+/// terminate it) is read, the torn part reported. `None`: there is no such file.
 fn read_lines<T: serde::de::DeserializeOwned>(
     root: &Root,
     rel: &str,
-) -> fsroot::Result<Option<(Vec<T>, Vec<Problem>)>> {
+) -> fsroot::Result<Option<Lines<T>>> {
     let bytes = match root.read_record(Path::new(rel)) {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
     let shown = root.display_path(Path::new(rel));
-    let mut parsed = Vec::new();
-    let mut bad = Vec::new();
+    let problem = |message: String| Problem::invalid_data(shown.to_string_lossy(), message);
+    let mut out = Lines {
+        parsed: Vec::new(),
+        bad: Vec::new(),
+        torn: Vec::new(),
+    };
     for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let at = format!("line {} of {}", n + 1, shown.display());
         match serde_json::from_slice(line) {
-            Ok(v) => parsed.push(v),
-            Err(e) => bad.push(Problem::invalid_data(
-                shown.to_string_lossy(),
-                format!("line {} of {} is not a record: {e}", n + 1, shown.display()),
-            )),
+            Ok(v) => out.parsed.push(v),
+            Err(e) if e.is_eof() => out.torn.push(problem(format!(
+                "{at} is a record cut short (a write that did not finish): it names nothing \
+                 done, passed over"
+            ))),
+            Err(e) => match glued(line) {
+                Some(v) => {
+                    out.parsed.push(v);
+                    out.torn.push(problem(format!(
+                        "{at} begins with a record cut short (a write that did not finish), \
+                         passed over; the record glued after it is read"
+                    )));
+                }
+                None => out.bad.push(problem(format!("{at} is not a record: {e}"))),
+            },
         }
     }
-    Ok(Some((parsed, bad)))
+    Ok(Some(out))
 }
 
 /// Who wrote a manifest line.
@@ -239,8 +302,12 @@ pub struct RefusedLine {
 pub struct Manifest {
     /// Its items, in manifest order.
     pub items: Vec<SetAsideItem>,
-    /// Lines that name something outside S.
+    /// Lines that name something outside S, and lines that are not records.
     pub refused: Vec<RefusedLine>,
+    /// The torn lines (records cut short), each a problem naming the file and the line: they
+    /// name nothing that was moved (a line is written whole before its item moves), so they
+    /// are reported and passed over, neither items nor refusals.
+    pub torn: Vec<Problem>,
 }
 
 impl Manifest {
@@ -411,15 +478,21 @@ pub fn read_manifest(
         });
     }
     let rel = store::ids::manifest_path(run);
-    let (lines, bad): (Vec<AnyManifestLine>, _) =
-        read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
-            run: run.to_owned(),
-            why: format!(
-                "{} does not exist",
-                root.display_path(Path::new(&rel)).display()
-            ),
-        })?;
-    let mut manifest = Manifest::default();
+    let Lines {
+        parsed: lines,
+        bad,
+        torn,
+    }: Lines<AnyManifestLine> = read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
+        run: run.to_owned(),
+        why: format!(
+            "{} does not exist",
+            root.display_path(Path::new(&rel)).display()
+        ),
+    })?;
+    let mut manifest = Manifest {
+        torn,
+        ..Manifest::default()
+    };
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for line in lines {
         match item_of(root, run, line, attribute) {
@@ -452,9 +525,12 @@ pub fn read_manifest(
 /// reported in `problems`.
 fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
     Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
-        Some((lines, bad)) => {
-            problems.extend(bad);
-            lines
+        Some(Lines { parsed, bad, torn }) => {
+            // In the order of their lines.
+            let mut all: Vec<Problem> = bad.into_iter().chain(torn).collect();
+            all.sort_by_key(|p| line_number(&p.message));
+            problems.extend(all);
+            parsed
                 .into_iter()
                 .filter_map(|l| match l {
                     AnyReceiptLine::Doctor(r) => Some(r),
@@ -656,6 +732,7 @@ fn restore_actions(
         };
     }
     let selected = |p: &str| wanted.is_empty() || wanted.contains(p);
+    problems.extend(manifest.torn.iter().cloned());
     let mut out = AdminPlan {
         errors: problems,
         ..AdminPlan::default()
@@ -888,12 +965,15 @@ enum Unverified {
 }
 
 /// Whether the contents of run `run` match its manifest, allowing items a restore took back.
-/// `Err` says what does not match, or that items of an app-made run cannot be checked.
+/// `Err` says what does not match, or that items of an app-made run cannot be checked. The
+/// manifest's torn lines go to `torn`: they name nothing moved, and anything in the run that
+/// no whole line accounts for does not match.
 fn verify_run(
     root: &Root,
     run: &str,
     restored: &BTreeSet<String>,
     all_runs: &[String],
+    torn: &mut Vec<Problem>,
 ) -> Result<(), Unverified> {
     use Unverified::Mismatch;
     // No manifest: a run killed before its first line; then it must hold nothing at all.
@@ -903,6 +983,7 @@ fn verify_run(
         Err(AdminError::NoSuchRun { .. }) => Manifest::default(),
         Err(e) => return Err(Mismatch(e.to_string())),
     };
+    torn.extend(manifest.torn.iter().cloned());
     if let Some(refused) = manifest.refused.first() {
         return Err(Mismatch(refused.why.clone()));
     }
@@ -1022,6 +1103,96 @@ pub fn plan_purge(
     Ok(purge_actions(root, older_than, now, force)?.with_housekeeping(root))
 }
 
+/// The tree digest in the precondition of a purge action whose run is already gone (a
+/// deletion that finished before its receipt was written): all zeros, which no tree digests
+/// to (an empty directory has a digest of its own).
+pub const NOTHING_LEFT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The purges a record in `S/.reconcile/purge-pending/` says were started and not receipted:
+/// a run still there (same device and inode) is deleted again whatever its age or manifest
+/// (its deletion was decided and begun); a run gone gets the receipt its deletion never had;
+/// a record whose deletion was receipted is left for the real run to drop
+/// ([`AdminPlan::stale_pending`]). The runs it plans, by name.
+fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTreeSet<String>> {
+    let mut taken = BTreeSet::new();
+    let (pending, errors) = crate::records::read_pending(root, store::ids::PURGE_PENDING_DIR);
+    out.errors.extend(errors);
+    if pending.is_empty() {
+        return Ok(taken);
+    }
+    let receipted: BTreeSet<(String, String)> = receipts(root, &mut Vec::new())?
+        .into_iter()
+        .filter(|r| r.action == ActionKind::Purge && r.outcome == OutcomeKind::Applied)
+        .flat_map(|r| {
+            // The run that deleted it, or the one that finished it.
+            let finished = r.extra.get("finishes_run").and_then(|v| v.as_str());
+            [Some(r.run.clone()), finished.map(str::to_owned)]
+                .into_iter()
+                .flatten()
+                .map(move |run| (run, r.path.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for p in pending {
+        let Some(run) = p
+            .path
+            .strip_prefix(&format!("{SET_ASIDE_DIR}/"))
+            .filter(|r| RunId::is_valid(r))
+        else {
+            out.errors.push(Problem::invalid_data(
+                crate::records::purge_pending_file("?"),
+                format!("a purge record names {}, not a set-aside run", p.path),
+            ));
+            continue;
+        };
+        let record = crate::records::purge_pending_file(run);
+        // Only the record named by its run is the executor's (any other name is not ours).
+        if root
+            .stat(Path::new(&record))?
+            .is_none_or(|s| s.kind != EntryKind::File)
+        {
+            continue;
+        }
+        let there = root
+            .stat(Path::new(&p.path))?
+            .filter(|s| s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino);
+        let pre = match there {
+            Some(_) => {
+                let d = root.tree_digest(Path::new(&p.path))?;
+                Precondition::Tree {
+                    bytes: d.bytes,
+                    tree_blake3: d.tree_blake3,
+                }
+            }
+            None if receipted.contains(&(p.run.clone(), p.path.clone())) => {
+                out.stale_pending.push(record);
+                continue;
+            }
+            None => Precondition::Tree {
+                bytes: 0,
+                tree_blake3: NOTHING_LEFT.into(),
+            },
+        };
+        let reason = match there {
+            Some(_) => format!("finishes the deletion run {} started", p.run),
+            None => format!(
+                "deleted by run {}, which could not write its receipt: receipted now",
+                p.run
+            ),
+        };
+        taken.insert(run.to_owned());
+        out.push(action(
+            PURGE_RULE,
+            PURGE_RULE_NAME,
+            Action::Purge,
+            &p.path,
+            reason,
+            pre,
+        ));
+    }
+    Ok(taken)
+}
+
 fn purge_actions(
     root: &Root,
     older_than: i64,
@@ -1029,6 +1200,7 @@ fn purge_actions(
     force: bool,
 ) -> Result<AdminPlan, AdminError> {
     let mut out = AdminPlan::default();
+    let finishing = finish_pending_purges(root, &mut out)?;
     let Some(stat) = root.stat(Path::new(SET_ASIDE_DIR))? else {
         return Ok(out);
     };
@@ -1050,6 +1222,9 @@ fn purge_actions(
     for e in entries {
         let name = e.name.to_string_lossy().into_owned();
         let rel = format!("{SET_ASIDE_DIR}/{name}");
+        if finishing.contains(&name) {
+            continue;
+        }
         if e.kind != EntryKind::Dir || !RunId::is_valid(&name) {
             out.skip(&rel, PURGE_RULE, "not a set-aside run: left alone".into());
             continue;
@@ -1066,7 +1241,7 @@ fn purge_actions(
         if age < older_than {
             continue;
         }
-        let reason = match verify_run(root, &name, &restored, &all_runs) {
+        let reason = match verify_run(root, &name, &restored, &all_runs, &mut out.errors) {
             Ok(()) => format!("set aside {}h ago", age / 3600),
             Err(Unverified::Mismatch(why) | Unverified::NoDigests(why)) if force => {
                 format!("set aside {}h ago; forced although {why}", age / 3600)
@@ -1207,6 +1382,16 @@ pub fn run_overview(
     restored: &BTreeSet<String>,
     attribute: Attribute<'_>,
 ) -> Result<RunOverview, AdminError> {
+    overview_and_torn(root, run, restored, attribute).map(|(o, _)| o)
+}
+
+/// [`run_overview`], and the torn lines of the run's manifest.
+fn overview_and_torn(
+    root: &Root,
+    run: &str,
+    restored: &BTreeSet<String>,
+    attribute: Attribute<'_>,
+) -> Result<(RunOverview, Vec<Problem>), AdminError> {
     let manifest = match read_manifest(root, run, attribute) {
         Ok(m) => m,
         Err(AdminError::NoSuchRun { .. }) if RunId::is_valid(run) => Manifest::default(),
@@ -1219,7 +1404,7 @@ pub fn run_overview(
         .chain(manifest.refused.iter().map(|r| r.rule.as_str()))
         .filter(|r| *r != crate::housekeeping::CODE)
         .collect();
-    Ok(RunOverview {
+    let overview = RunOverview {
         run: run.to_owned(),
         at: run_time(run),
         rules: rules.into_iter().map(str::to_owned).collect(),
@@ -1231,7 +1416,8 @@ pub fn run_overview(
             .filter(|i| restored.contains(&i.moved_to))
             .count() as u64,
         written_by_app: manifest.written_by_app(),
-    })
+    };
+    Ok((overview, manifest.torn))
 }
 
 /// Every set-aside run of S ([`run_dirs`]), each with its overview, and the problems met.
@@ -1256,8 +1442,11 @@ pub fn list_runs(root: &Root, attribute: Attribute<'_>) -> Result<RunsOverview, 
         BTreeSet::new()
     });
     for run in runs {
-        match run_overview(root, &run, &restored, attribute) {
-            Ok(o) => out.runs.push(o),
+        match overview_and_torn(root, &run, &restored, attribute) {
+            Ok((o, torn)) => {
+                out.runs.push(o);
+                out.errors.extend(torn);
+            }
             Err(e) => {
                 out.errors.push(match &e {
                     AdminError::Fs(fs) => Problem::from(fs),
@@ -1343,7 +1532,7 @@ pub fn list_run(
         }
         Err(e) => return Err(e),
     };
-    let mut errors = Vec::new();
+    let mut errors = manifest.torn.clone();
     let restored = restored_items(root, &mut errors).unwrap_or_else(|e| {
         errors.push(Problem::from(&e));
         BTreeSet::new()
@@ -1450,9 +1639,10 @@ mod tests {
 
     /// S with run RUN: `a.json` in the run; `b.json` taken back by a receipted restore; `c.json`
     /// gone; `d.json` changed since; a store the app set aside (no digest); a line naming a
-    /// path outside S; a line that does not parse. Beside it: OLDER, a run without a manifest,
-    /// and entries of `.set-aside/` that are not runs. The receipts hold the doctor's restore,
-    /// a line the app wrote and a line that is neither.
+    /// path outside S; a line that is not a record; last, a torn line. Beside it: OLDER, a run
+    /// without a manifest, and entries of `.set-aside/` that are not runs. The receipts hold
+    /// the doctor's restore (glued after a torn line), a line the app wrote and a line that is
+    /// neither.
     fn store() -> (tempfile::TempDir, Root) {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path();
@@ -1495,6 +1685,7 @@ mod tests {
             line(&root, "c.json"),
             line(&root, "d.json"),
             outside,
+            "{\"run\": 7}".into(),
             "{\"run\": \"cut short".into(),
         ]
         .join("\n");
@@ -1504,12 +1695,15 @@ mod tests {
         std::fs::remove_file(s.join(&run_dir).join("c.json")).unwrap();
         write(s, &format!("{run_dir}/d.json"), b"changed");
         let receipts = [
-            serde_json::json!({
-                "run": "20261129T130000Z-000000", "seq": 1, "rule": "R1", "action": "restore",
-                "path": "b.json", "outcome": "applied", "at": "2026-11-29T13:00:00Z",
-                "from": format!("{run_dir}/b.json")
-            })
-            .to_string(),
+            // Glued after a torn line by a writer that did not terminate it.
+            format!(
+                "{{\"run\":\"x\",\"seq\":1,\"ru{}",
+                serde_json::json!({
+                    "run": "20261129T130000Z-000000", "seq": 1, "rule": "R1", "action": "restore",
+                    "path": "b.json", "outcome": "applied", "at": "2026-11-29T13:00:00Z",
+                    "from": format!("{run_dir}/b.json")
+                })
+            ),
             serde_json::json!({
                 "action": "store_set_aside", "at": "2026-11-29T12:00:00Z",
                 "path": "/s/x/runtime", "moved_to": "/s/.set-aside/x/runtime", "reason": "r"
@@ -1627,8 +1821,11 @@ mod tests {
             why: "outside".into(),
             writer,
         };
-        let manifest =
-            |items: Vec<SetAsideItem>, refused: Vec<RefusedLine>| Manifest { items, refused };
+        let manifest = |items: Vec<SetAsideItem>, refused: Vec<RefusedLine>| Manifest {
+            items,
+            refused,
+            torn: Vec::new(),
+        };
         assert!(!manifest(vec![], vec![]).written_by_app());
         assert!(
             !manifest(vec![item(Writer::Doctor)], vec![refused(Writer::Doctor)]).written_by_app()
@@ -1856,8 +2053,21 @@ mod tests {
         assert_eq!(listed.refused.len(), 2, "{:?}", listed.refused);
         assert!(listed.refused[0].why.contains("/elsewhere/escape.json"));
         assert!(listed.refused[1].why.contains("is not a record"));
-        assert_eq!(listed.errors.len(), 1, "only the line that is neither");
-        assert!(listed.errors[0].message.contains("line 3 of"));
+        // The torn line of the manifest, the torn start of the receipt glued after it (the
+        // receipt itself is read: b.json is restored), and the receipt line that is neither.
+        let errors: Vec<&str> = listed.errors.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("line 8 of ")
+                && errors[0].contains("MANIFEST.jsonl is a record cut short"),
+            "{errors:#?}"
+        );
+        assert!(
+            errors[1].starts_with("line 1 of ")
+                && errors[1].contains("receipts.jsonl begins with a record cut short"),
+            "{errors:#?}"
+        );
+        assert!(errors[2].contains("line 3 of"), "{errors:#?}");
 
         // A run without a manifest has no items; a run that is not there is no run.
         assert!(list_run(&root, OLDER, &no_rule).unwrap().items.is_empty());
@@ -1897,9 +2107,10 @@ mod tests {
                 restored: 1,
                 written_by_app: true,
             },
-            "refused lines count as items; a line that does not parse names no rule"
+            "refused lines count as items; a line that does not parse names no rule; a torn \
+             line is no item"
         );
-        assert_eq!(listed.errors.len(), 1, "{:?}", listed.errors);
+        assert_eq!(listed.errors.len(), 3, "{:?}", listed.errors);
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! The records the executor writes and the restore and purge planners read back: manifest
-//! lines (the doctor's and the app's) and receipt lines.
+//! lines (the doctor's and the app's), receipt lines, and the records of deletions in progress
+//! (a purge's in `S/.reconcile/purge-pending/`, a sweep's in its state directory).
 
+use std::path::Path;
+
+use fsroot::{EntryKind, Problem, Root};
 use serde::{Deserialize, Serialize};
 
 use plan::{ActionKind, ItemKind, OutcomeKind, PlannedAction, Precondition};
@@ -189,6 +193,65 @@ pub enum AppDetail {
     },
     /// A shape the doctor does not know (a newer app): judged by what is on disk.
     Other(serde_json::Value),
+}
+
+/// A deletion in progress: written (atomically, one file per deletion) before the tree is
+/// deleted, removed once the deletion is receipted. A run killed or failed in between leaves
+/// it, and the next run finishes the deletion, or writes the receipt of one that finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingDeletion {
+    /// The run that started it.
+    pub run: String,
+    /// The absolute root (S, or a build root).
+    pub root: String,
+    /// The directory, relative to the root.
+    pub path: String,
+    /// Its device number.
+    pub dev: u64,
+    /// Its inode number.
+    pub ino: u64,
+    /// When it started, RFC 3339.
+    pub at: String,
+}
+
+/// The pending deletions recorded in `dir` of `state` (its `*.json` files), and the records
+/// that could not be read (each naming its path). A missing directory holds none; one that
+/// cannot be listed is reported, never taken for empty.
+pub fn read_pending(state: &Root, dir: &str) -> (Vec<PendingDeletion>, Vec<Problem>) {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    let entries = match state.list(Path::new(dir)) {
+        Ok(entries) => entries,
+        Err(e) if e.is_not_found() => return (found, errors),
+        // Unreadable is not empty: a deletion recorded there must not be taken for none.
+        Err(e) => {
+            errors.push(Problem::from(&e));
+            return (found, errors);
+        }
+    };
+    for e in entries {
+        let rel = Path::new(dir).join(&e.name);
+        if e.kind != EntryKind::File || rel.extension().is_none_or(|x| x != "json") {
+            continue; // an interrupted write's temporary file, or not ours
+        }
+        match state.read(&rel).map(|b| serde_json::from_slice(&b)) {
+            Ok(Ok(p)) => found.push(p),
+            Ok(Err(err)) => {
+                let shown = state.display_path(&rel);
+                errors.push(Problem::invalid_data(
+                    shown.to_string_lossy(),
+                    format!("cannot use {}: {err}", shown.display()),
+                ));
+            }
+            Err(err) => errors.push(Problem::from(&err)),
+        }
+    }
+    (found, errors)
+}
+
+/// The record file, relative to S, of the purge of set-aside run `run`.
+pub fn purge_pending_file(run: &str) -> String {
+    format!("{}/{run}.json", store::ids::PURGE_PENDING_DIR)
 }
 
 #[cfg(test)]

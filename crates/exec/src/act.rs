@@ -516,16 +516,10 @@ impl Act<'_> {
         )]))
     }
 
-    /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`).
-    pub fn purge(&self) -> Result<Extra, Refusal> {
-        let freed = self
-            .root
-            .remove_tree(Path::new(&self.action.path))
-            .map_err(fail)?;
-        Ok(Extra::from_iter([(
-            "bytes_freed".to_owned(),
-            Value::from(freed),
-        )]))
+    /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`),
+    /// recorded before it starts ([`crate::purge`]).
+    pub fn purge(&self, step: &crate::Step<'_>) -> Result<Extra, Refusal> {
+        crate::purge::purge(self.root, self.action, step)
     }
 
     /// The cheap re-check of R2's premise right before the move: the document of the session

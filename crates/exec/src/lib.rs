@@ -7,6 +7,7 @@
 //! writes the manifest line before each move, and never deletes session data.
 
 mod act;
+mod purge;
 mod reclaim;
 mod sessions;
 pub mod store_move;
@@ -20,6 +21,7 @@ use store::ids::{RunId, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
 use store::progress::ProgressSink;
 use store::Clock;
 
+pub use purge::drop_stale_purge_records;
 pub use reclaim::{
     acquire_sweep_lock, read_pending, BuildDirsTarget, PendingDeletion, PENDING_DIR,
 };

@@ -14,7 +14,6 @@ use engine::records::Receipt;
 use fsroot::procfs::Procfs;
 use fsroot::{EntryKind, LockGuard, Problem, Root, WritableRoot};
 use plan::{Action, OutcomeKind, PlannedAction};
-use serde::{Deserialize, Serialize};
 
 use crate::{append_json_line, check_precondition, Extra, Refusal, Step, Target};
 
@@ -44,22 +43,9 @@ pub struct BuildDirsTarget<'a> {
 /// The directory, in the state directory, of the records of deletions in progress.
 pub const PENDING_DIR: &str = "build-dirs-pending";
 
-/// A deletion in progress: written before the tree is deleted, dropped after its receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingDeletion {
-    /// The run that started it.
-    pub run: String,
-    /// The absolute root.
-    pub root: String,
-    /// The directory, relative to the root.
-    pub path: String,
-    /// Its device number.
-    pub dev: u64,
-    /// Its inode number.
-    pub ino: u64,
-    /// When it started, RFC 3339.
-    pub at: String,
-}
+/// A deletion in progress: written before the tree is deleted, dropped after its receipt (the
+/// one record of deletions in progress, shared with the sessions pack's purge).
+pub use engine::records::PendingDeletion;
 
 fn pending_file(root: &str, path: &str) -> String {
     let mut h = blake3::Hasher::new();
@@ -72,35 +58,7 @@ fn pending_file(root: &str, path: &str) -> String {
 /// The pending deletions recorded in the state directory, and the records that could not be
 /// read (each naming its path). A missing directory holds none.
 pub fn read_pending(state: &Root) -> (Vec<PendingDeletion>, Vec<Problem>) {
-    let mut found = Vec::new();
-    let mut errors = Vec::new();
-    let entries = match state.list(Path::new(PENDING_DIR)) {
-        Ok(entries) => entries,
-        Err(e) if e.is_not_found() => return (found, errors),
-        // Unreadable is not empty: a deletion recorded there must not be taken for none.
-        Err(e) => {
-            errors.push(Problem::from(&e));
-            return (found, errors);
-        }
-    };
-    for e in entries {
-        let rel = Path::new(PENDING_DIR).join(&e.name);
-        if e.kind != EntryKind::File || rel.extension().is_none_or(|x| x != "json") {
-            continue; // an interrupted write's temporary file, or not ours
-        }
-        match state.read(&rel).map(|b| serde_json::from_slice(&b)) {
-            Ok(Ok(p)) => found.push(p),
-            Ok(Err(err)) => {
-                let shown = state.display_path(&rel);
-                errors.push(Problem::invalid_data(
-                    shown.to_string_lossy(),
-                    format!("cannot use {}: {err}", shown.display()),
-                ));
-            }
-            Err(err) => errors.push(Problem::from(&err)),
-        }
-    }
-    (found, errors)
+    engine::records::read_pending(state, PENDING_DIR)
 }
 
 /// Takes the build-dirs single-flight lock `<state>/<lock>` (mode 0600, non-blocking).

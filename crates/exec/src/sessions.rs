@@ -103,7 +103,7 @@ impl Target for SessionsTarget<'_> {
             Action::BindThread { document } => cx.bind_thread(document),
             Action::RemoveEmptyDir => cx.remove_empty_dir(),
             Action::Restore { kind, from } => cx.restore(*kind, from),
-            Action::Purge => cx.purge(),
+            Action::Purge => cx.purge(step),
             Action::RemoveTemp => cx.remove_temp(),
             Action::ReclaimDir { .. } => Err(Refusal::Fail(format!(
                 "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
@@ -114,6 +114,18 @@ impl Target for SessionsTarget<'_> {
 
     fn write_receipt(&mut self, receipt: &Receipt) -> fsroot::Result<()> {
         crate::append_json_line(self.root, store::ids::RECEIPTS_PATH, receipt)
+    }
+
+    /// A purge's record of its deletion goes once its receipt is written.
+    fn receipted(
+        &mut self,
+        a: &PlannedAction,
+        outcome: OutcomeKind,
+    ) -> Result<(), fsroot::Problem> {
+        match a.action {
+            Action::Purge => crate::purge::receipted(self.root, a, outcome),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -182,6 +194,8 @@ fn check_precondition(root: &WritableRoot, a: &PlannedAction) -> Result<(), Refu
         }
         // A restore checks the item where it is now; every other action checks its path.
         Action::Restore { from, .. } => crate::check_precondition(root, a, from),
+        // A purge that receipts a deletion already done checks that the run is still gone.
+        Action::Purge => crate::purge::check(root, a),
         _ => crate::check_precondition(root, a, &a.path),
     }
 }

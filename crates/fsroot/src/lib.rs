@@ -919,36 +919,77 @@ impl WritableRoot {
     }
 
     /// Appends `bytes` to `rel` (created with mode 0644 if missing) and fsyncs it. Used for the
-    /// append-only manifest and receipt logs. The open never blocks (`O_NONBLOCK`: a fifo there
-    /// cannot hang the run) and never follows a symlink; anything but a regular file with a
-    /// single link is refused, naming the path, so a hard link cannot carry the records out of
-    /// the root.
+    /// append-only line logs (manifests, receipts, the app's `session-unbind-receipts.jsonl`).
+    /// The open never blocks (`O_NONBLOCK`: a fifo there cannot hang the run) and never follows
+    /// a symlink; anything but a regular file with a single link is refused, naming the path, so
+    /// a hard link cannot carry the records out of the root.
+    ///
+    /// Never glues onto a torn line: when the file does not end with a newline (a writer died
+    /// mid-line, or a write was cut short by `ENOSPC` or `EFBIG`), a `\n` goes first, in the same
+    /// write, so the torn line stays one line of its own and `bytes` start a line. A write cut
+    /// short here leaves a torn line that the next append terminates the same way.
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
-        let name = p.file_name().ok_or_else(|| Error::escape(rel))?;
+        let f = self.open_log(&p, true)?;
+        let torn = match f.metadata().map_err(|e| self.err("append", &p, e))?.len() {
+            0 => false,
+            len => {
+                let mut last = [0u8; 1];
+                std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, len - 1)
+                    .map_err(|e| self.err("append", &p, e))?;
+                last[0] != b'\n'
+            }
+        };
+        let line: std::borrow::Cow<'_, [u8]> = if torn {
+            [b"\n".as_slice(), bytes].concat().into()
+        } else {
+            bytes.into()
+        };
+        let mut f = f;
+        fault::mutation("append", &p, || f.write_all(&line))
+            .map_err(|e| self.err("append", &p, e))?;
+        fault::mutation("sync", &p, || f.sync_all()).map_err(|e| self.err("sync", &p, e))
+    }
+
+    /// Whether `rel` could be appended to now, without writing: it is opened for appending as
+    /// [`WritableRoot::append`] opens it (the same refusals), so an immutable file, a read-only
+    /// mount or a file the process may not write is an error naming the path. A missing file
+    /// is fine (the append creates it). What only a write can tell (`ENOSPC`, `EFBIG`) is not
+    /// known here.
+    pub fn check_appendable(&self, rel: &Path) -> Result<()> {
+        let p = confine(rel)?;
+        match self.open_log(&p, false) {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// Opens the line log `p` (confined) for reading and appending, created with mode 0644 when
+    /// `create`: never through a symlink, never blocking, and only a regular file with a single
+    /// link.
+    fn open_log(&self, p: &Path, create: bool) -> Result<std::fs::File> {
+        let name = p.file_name().ok_or_else(|| Error::escape(p))?;
         let dir = self.dir_all(p.parent().unwrap_or(Path::new("")))?;
         let mut opts = OpenOptions::new();
-        opts.append(true)
-            .create(true)
+        opts.read(true)
+            .append(true)
+            .create(create)
             .follow(FollowSymlinks::No)
             .custom_flags(O_NONBLOCK)
             .mode(0o644);
         let f = dir
             .open_with(name, &opts)
-            .map_err(|e| self.err("append", &p, e))?;
-        let meta = f.metadata().map_err(|e| self.err("append", &p, e))?;
+            .map_err(|e| self.err("append", p, e))?;
+        let meta = f.metadata().map_err(|e| self.err("append", p, e))?;
         if !meta.is_file() {
-            return Err(Error::not_a_file(&self.display_path(&p)));
+            return Err(Error::not_a_file(&self.display_path(p)));
         }
         if meta.nlink() > 1 {
             return Err(Error::HardLinked {
-                path: self.display_path(&p),
+                path: self.display_path(p),
             });
         }
-        let mut f = f.into_std();
-        fault::mutation("append", &p, || f.write_all(bytes))
-            .map_err(|e| self.err("append", &p, e))?;
-        fault::mutation("sync", &p, || f.sync_all()).map_err(|e| self.err("sync", &p, e))
+        Ok(f.into_std())
     }
 
     /// The one move seam: renames `from` to `to` (both beneath the root). Refuses when `to`

@@ -106,6 +106,9 @@ pub const MANIFEST_FILE: &str = "MANIFEST.jsonl";
 pub const RECEIPTS_PATH: &str = ".reconcile/receipts.jsonl";
 /// The last run's summary, relative to S (the app's `codewhale doctor` reads it).
 pub const LAST_RUN_PATH: &str = ".reconcile/last.json";
+/// The records of purges in progress (`<run>.json`, one per set-aside run being deleted),
+/// relative to S: written before the deletion starts, removed once it is receipted.
+pub const PURGE_PENDING_DIR: &str = ".reconcile/purge-pending";
 
 /// The manifest of set-aside run `run`, relative to S.
 pub fn manifest_path(run: &str) -> String {

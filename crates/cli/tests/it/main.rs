@@ -30,6 +30,8 @@ mod kill_points;
 mod live_holders;
 mod progress;
 mod properties;
+mod purge_records;
 mod real_go;
 mod restore_purge;
 mod schemas;
+mod torn_logs;

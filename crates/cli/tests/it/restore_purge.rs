@@ -1218,10 +1218,11 @@ fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
     assert_eq!(std::fs::read(s.join("alpha.json")).unwrap(), alpha_doc);
 }
 
-/// A line of the run's manifest that does not parse may have named an item: a restore names
-/// it among the skipped (never a silently shorter restore, and the other items still go back),
-/// and a purge refuses the run without `--force`. A receipt line that does not parse is
-/// reported in the restore's errors.
+/// A line of the run's manifest that is not a record (whole JSON of no known shape) may have
+/// named an item: a restore names it among the skipped (never a silently shorter restore, and
+/// the other items still go back), and a purge refuses the run without `--force`. A receipt
+/// line that does not parse is reported in the restore's errors. (A torn line, JSON cut short,
+/// names nothing moved: `torn_logs.rs`.)
 #[test]
 fn lines_that_do_not_parse_are_reported_not_dropped() {
     let (_tmp, s) = demo_with_old_artifacts();
@@ -1230,7 +1231,7 @@ fn lines_that_do_not_parse_are_reported_not_dropped() {
     let run = repair["run"].as_str().unwrap().to_owned();
     let manifest = s.join(".set-aside").join(&run).join("MANIFEST.jsonl");
     let mut lines = std::fs::read(&manifest).unwrap();
-    lines.extend_from_slice(b"{\"run\": \"cut short\n");
+    lines.extend_from_slice(b"{\"run\": 7}\n");
     std::fs::write(&manifest, &lines).unwrap();
     let receipts = s.join(".reconcile/receipts.jsonl");
     let mut r = std::fs::read(&receipts).unwrap();

@@ -112,6 +112,64 @@ fn never_writes_through_a_symlink_inside_the_root() {
     assert!(tmp.path().join("doc.json").exists());
 }
 
+/// A log whose last line is torn (a writer died mid-line, a write cut short) is never glued
+/// onto: the append terminates the torn line first, so the new record is a line of its own and
+/// the torn one stays what it was; a log that ends with a newline gets no blank line.
+#[test]
+fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    std::fs::write(
+        tmp.path().join("receipts.jsonl"),
+        b"{\"run\":\"x\",\"seq\":1,\"ru",
+    )
+    .unwrap();
+    root.append(Path::new("receipts.jsonl"), b"{\"seq\":2}\n")
+        .unwrap();
+    root.append(Path::new("receipts.jsonl"), b"{\"seq\":3}\n")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("receipts.jsonl")).unwrap(),
+        "{\"run\":\"x\",\"seq\":1,\"ru\n{\"seq\":2}\n{\"seq\":3}\n"
+    );
+    // An empty log and a missing one take the record as it is.
+    std::fs::write(tmp.path().join("empty.jsonl"), b"").unwrap();
+    root.append(Path::new("empty.jsonl"), b"{}\n").unwrap();
+    assert_eq!(
+        std::fs::read(tmp.path().join("empty.jsonl")).unwrap(),
+        b"{}\n"
+    );
+}
+
+/// `check_appendable` opens a log as an append would, writing nothing: a missing log is
+/// appendable (the append creates it, and the check does not), a directory or a hard-linked
+/// file is refused naming the path.
+#[test]
+fn a_log_is_checked_appendable_without_a_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.check_appendable(Path::new("missing.jsonl")).unwrap();
+    assert!(!tmp.path().join("missing.jsonl").exists());
+    std::fs::write(tmp.path().join("log.jsonl"), b"torn").unwrap();
+    root.check_appendable(Path::new("log.jsonl")).unwrap();
+    assert_eq!(
+        std::fs::read(tmp.path().join("log.jsonl")).unwrap(),
+        b"torn"
+    );
+    std::fs::create_dir(tmp.path().join("dir.jsonl")).unwrap();
+    let err = root.check_appendable(Path::new("dir.jsonl")).unwrap_err();
+    assert!(err.to_string().contains("dir.jsonl"), "{err}");
+    std::fs::hard_link(
+        tmp.path().join("log.jsonl"),
+        tmp.path().join("linked.jsonl"),
+    )
+    .unwrap();
+    let err = root
+        .check_appendable(Path::new("linked.jsonl"))
+        .unwrap_err();
+    assert!(matches!(err, Error::HardLinked { .. }), "{err}");
+}
+
 #[test]
 fn appends_refuse_hard_links_and_never_block_on_a_fifo() {
     let tmp = tempfile::tempdir().unwrap();

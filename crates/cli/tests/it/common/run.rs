@@ -34,6 +34,7 @@ pub struct Doctor {
     env: Vec<(OsString, Option<OsString>)>,
     nobody: bool,
     mem_limit: Option<u64>,
+    file_size_limit: Option<u64>,
     terminal: bool,
     timeout: Option<Duration>,
 }
@@ -62,6 +63,7 @@ impl Doctor {
             env: Vec::new(),
             nobody: false,
             mem_limit: None,
+            file_size_limit: None,
             terminal: false,
             timeout: None,
         }
@@ -115,6 +117,14 @@ impl Doctor {
         self
     }
 
+    /// Runs with no file growing past `bytes` (`prlimit --fsize`) and `SIGXFSZ` ignored, so a
+    /// write past the limit is cut short by the kernel: the part below the limit is written and
+    /// the rest fails with `EFBIG`, as on a full quota.
+    pub fn file_size_limit(mut self, bytes: u64) -> Doctor {
+        self.file_size_limit = Some(bytes);
+        self
+    }
+
     /// Runs with stdin, stdout and stderr on a pseudo-terminal (util-linux `script`); both
     /// arrive on [`Ran::stdout`].
     pub fn on_a_terminal(mut self) -> Doctor {
@@ -137,6 +147,20 @@ impl Doctor {
                 format!("--as={limit}").into(),
                 "--".into(),
             ]);
+        }
+        if let Some(limit) = self.file_size_limit {
+            argv.extend(
+                [
+                    "prlimit".into(),
+                    format!("--fsize={limit}"),
+                    "--".into(),
+                    "sh".into(),
+                    "-c".into(),
+                    "trap '' XFSZ; exec \"$@\"".into(),
+                    "sh".into(),
+                ]
+                .map(OsString::from),
+            );
         }
         if self.nobody {
             argv.extend(
