@@ -1294,8 +1294,8 @@ pub fn run_time(run: &str) -> Option<Timestamp> {
     ))
 }
 
-/// The set-aside runs of S: the directories under `.set-aside/` named by a run id, in run id
-/// order (oldest first). None when there is no `.set-aside/`.
+/// The set-aside runs of S: the directories under `.set-aside/` named by a run id, oldest
+/// first ([`in_time_order`]). None when there is no `.set-aside/`.
 pub fn run_dirs(root: &Root) -> fsroot::Result<Vec<String>> {
     let entries = match root.list(Path::new(SET_ASIDE_DIR)) {
         Ok(entries) => entries,
@@ -1308,12 +1308,36 @@ pub fn run_dirs(root: &Root) -> fsroot::Result<Vec<String>> {
         .filter_map(|e| e.name.into_string().ok())
         .filter(|n| RunId::is_valid(n))
         .collect();
-    runs.sort();
+    in_time_order(root, &mut runs);
     Ok(runs)
 }
 
+/// Sorts run ids oldest first: by the second in the id; runs of the same second (whose random
+/// suffixes say nothing of their order) by the order their first lines stand in
+/// `S/.reconcile/receipts.jsonl`, which one run at a time appends to (under the single-flight
+/// lock), a run with no line there (the app's, or one killed before its first receipt) before
+/// those with one; the suffix only last. Receipts that cannot be read leave the suffix order.
+fn in_time_order(root: &Root, runs: &mut [String]) {
+    let mut first_line: std::collections::HashMap<String, usize> = Default::default();
+    let seconds: BTreeSet<&str> = runs.iter().map(|r| &r[..16]).collect();
+    if seconds.len() < runs.len() {
+        for (i, r) in receipts(root, &mut Vec::new())
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            first_line.entry(r.run).or_insert(i);
+        }
+    }
+    runs.sort_by(|a, b| {
+        let key = |r: &String| (r[..16].to_owned(), first_line.get(r).copied(), r.clone());
+        key(a).cmp(&key(b))
+    });
+}
+
 /// The run `given` names: a run id (returned as given: what reads the run says what is
-/// missing); `latest`, the newest run directory under `.set-aside/` by run id; or the path the
+/// missing); `latest`, the newest run directory under `.set-aside/` ([`run_dirs`]: by the time
+/// in its id, then by the receipts' order); or the path the
 /// notice line prints, `.set-aside/<run>`, relative to S or absolute under S, with or without a
 /// trailing `/`. Anything else, or `latest` with no run, is [`AdminError::NoSuchRun`] naming
 /// what was given.

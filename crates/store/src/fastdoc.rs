@@ -236,7 +236,7 @@ impl<'de> Deserialize<'de> for Instant {
                 f.write_str("an RFC 3339 timestamp")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Instant, E> {
-                Timestamp::parse(s)
+                Timestamp::parse_as_app(s)
                     .map(|_| Instant)
                     .ok_or_else(|| E::custom("not an RFC 3339 timestamp"))
             }

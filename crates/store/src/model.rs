@@ -45,7 +45,7 @@ pub const KNOWN_JOURNAL_KINDS: &[&str] = &[
 ];
 
 /// An RFC 3339 instant as written (chrono's `DateTime<Utc>` in the app): deserializing checks
-/// the form, the text is kept as is.
+/// it as the app's deserialization does ([`Timestamp::parse_as_app`]), the text is kept as is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Rfc3339(pub String);
@@ -53,14 +53,14 @@ pub struct Rfc3339(pub String);
 impl Rfc3339 {
     /// The instant, seconds since the epoch.
     pub fn timestamp(&self) -> Timestamp {
-        Timestamp::parse(&self.0).unwrap_or(Timestamp(0))
+        Timestamp::parse_as_app(&self.0).unwrap_or(Timestamp(0))
     }
 }
 
 impl<'de> Deserialize<'de> for Rfc3339 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        if Timestamp::parse(&s).is_none() {
+        if Timestamp::parse_as_app(&s).is_none() {
             return Err(serde::de::Error::custom(format!(
                 "{s:?} is not an RFC 3339 timestamp"
             )));

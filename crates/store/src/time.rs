@@ -1,4 +1,5 @@
-//! The one clock and RFC 3339 timestamps (UTC, whole seconds) without a date library.
+//! The one clock and RFC 3339 timestamps (UTC, whole seconds), read and written with `chrono`
+//! (the app's own date-time library).
 
 use std::fmt;
 
@@ -32,95 +33,109 @@ impl Clock {
     }
 }
 
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Why a text is not an instant the doctor accepts ([`Timestamp::parse_strict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadInstant {
+    /// Not RFC 3339, or a date or time that does not exist (`2026-02-31`, hour 24).
+    NotRfc3339,
+    /// Second 60: a leap second, which no run id or receipt can spell.
+    LeapSecond,
+    /// In UTC, outside the years 0000 to 9999 that a run id (`YYYYMMDDTHHMMSSZ`) can spell.
+    OutOfRange,
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
+impl fmt::Display for BadInstant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BadInstant::NotRfc3339 => "is not an RFC 3339 time",
+            BadInstant::LeapSecond => {
+                "is a leap second (second 60), which no run id can spell: give the second before or after it"
+            }
+            BadInstant::OutOfRange => {
+                "is outside the years 0000 to 9999 (UTC) that a run id (YYYYMMDDTHHMMSSZ) can spell"
+            }
+        })
+    }
 }
 
 impl Timestamp {
-    /// Parses RFC 3339 (`2026-09-01T10:00:00Z`, fractional seconds and offsets allowed).
+    /// The first instant a run id can spell: `0000-01-01T00:00:00Z`.
+    pub const MIN: Timestamp = Timestamp(-62_167_219_200);
+    /// The last instant a run id can spell: `9999-12-31T23:59:59Z`.
+    pub const MAX: Timestamp = Timestamp(253_402_300_799);
+
+    /// Parses RFC 3339 strictly (`2026-09-01T10:00:00Z`; fractional seconds, which are dropped,
+    /// and offsets allowed), with `chrono`: the date must exist, second 60 (a leap second) is
+    /// refused, and so is an instant outside [`Timestamp::MIN`]..=[`Timestamp::MAX`]. `None`
+    /// for anything else; [`Timestamp::parse_strict`] says why.
     pub fn parse(s: &str) -> Option<Timestamp> {
-        let b = s.as_bytes();
-        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-            return None;
-        }
-        if b[13] != b':' || b[16] != b':' {
-            return None;
-        }
-        let num = |r: std::ops::Range<usize>| -> Option<i64> {
-            let part = s.get(r)?;
-            if !part.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            part.parse().ok()
-        };
-        let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-            return None;
-        }
-        let mut rest = &s[19..];
-        if let Some(frac) = rest.strip_prefix('.') {
-            let n = frac.bytes().take_while(|c| c.is_ascii_digit()).count();
-            if n == 0 {
-                return None;
-            }
-            rest = &frac[n..];
-        }
-        let offset = match rest {
-            "Z" | "z" => 0,
-            _ => {
-                let ob = rest.as_bytes();
-                if ob.len() != 6 || !matches!(ob[0], b'+' | b'-') || ob[3] != b':' {
-                    return None;
-                }
-                let oh: i64 = rest.get(1..3)?.parse().ok()?;
-                let om: i64 = rest.get(4..6)?.parse().ok()?;
-                let sign = if ob[0] == b'-' { -1 } else { 1 };
-                sign * (oh * 3600 + om * 60)
-            }
-        };
-        let days = days_from_civil(y, mo, d);
-        Some(Timestamp(days * 86_400 + h * 3600 + mi * 60 + se - offset))
+        Timestamp::parse_strict(s).ok()
     }
 
-    /// `YYYYMMDDTHHMMSSZ`, the time part of a run id.
+    /// [`Timestamp::parse`], saying why a text is refused.
+    pub fn parse_strict(s: &str) -> Result<Timestamp, BadInstant> {
+        let t = chrono::DateTime::parse_from_rfc3339(s).map_err(|_| BadInstant::NotRfc3339)?;
+        // chrono reads second 60 as a nanosecond count past one second.
+        if chrono::Timelike::nanosecond(&t) >= 1_000_000_000 {
+            return Err(BadInstant::LeapSecond);
+        }
+        let t = Timestamp(t.timestamp());
+        if !t.is_spellable() {
+            return Err(BadInstant::OutOfRange);
+        }
+        Ok(t)
+    }
+
+    /// An instant as the app reads one: chrono's `DateTime<Utc>` deserialization (its relaxed
+    /// RFC 3339, which also takes a space before the offset, `UTC`, and a leap second), so a
+    /// document is judged by the very parser that loads it. Only documents' timestamps are read
+    /// this way; the doctor's own clock and records use [`Timestamp::parse`].
+    pub fn parse_as_app(s: &str) -> Option<Timestamp> {
+        s.parse::<chrono::DateTime<chrono::FixedOffset>>()
+            .ok()
+            .map(|t| Timestamp(t.timestamp()))
+    }
+
+    /// Whether a run id can spell this instant: its UTC year is 0000 to 9999.
+    pub fn is_spellable(&self) -> bool {
+        (Timestamp::MIN..=Timestamp::MAX).contains(self)
+    }
+
+    /// `YYYYMMDDTHHMMSSZ`, the time part of a run id (for an instant [`Timestamp::is_spellable`]).
     pub fn compact(&self) -> String {
-        let (y, mo, d, h, mi, s) = self.parts();
-        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+        self.format("%Y%m%dT%H%M%SZ")
     }
 
-    fn parts(&self) -> (i64, i64, i64, i64, i64, i64) {
-        let days = self.0.div_euclid(86_400);
-        let secs = self.0.rem_euclid(86_400);
-        let (y, mo, d) = civil_from_days(days);
-        (y, mo, d, secs / 3600, secs % 3600 / 60, secs % 60)
+    fn format(&self, pattern: &str) -> String {
+        match chrono::DateTime::from_timestamp(self.0, 0) {
+            Some(t) => t.format(pattern).to_string(),
+            // Past chrono's range (about 262,000 years either way): the seconds themselves.
+            None => format!("@{}", self.0),
+        }
+    }
+}
+
+impl Clock {
+    /// Refuses a clock whose "now" no run id can spell (outside the years 0000 to 9999): the
+    /// system clock set that far, or a fixed instant made that way. The error says which.
+    pub fn check(&self) -> Result<(), String> {
+        let now = self.now();
+        if now.is_spellable() {
+            return Ok(());
+        }
+        Err(match self {
+            Clock::System => format!(
+                "the system clock reads {now}, outside the years 0000 to 9999 that a run id can \
+                 spell: set the clock (or DOCTOR_NOW)"
+            ),
+            Clock::Fixed(_) => format!("the fixed clock {now} {}", BadInstant::OutOfRange),
+        })
     }
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, mo, d, h, mi, s) = self.parts();
-        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+        f.write_str(&self.format("%Y-%m-%dT%H:%M:%SZ"))
     }
 }
 
@@ -171,6 +186,54 @@ mod tests {
         ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
+    }
+
+    /// Strict: a date that does not exist, a leap second, and an instant whose UTC year a run
+    /// id cannot spell are refused, each saying why; the bounds themselves are accepted.
+    #[test]
+    fn instants_are_parsed_strictly() {
+        use BadInstant::*;
+        for (text, why) in [
+            ("2026-02-31T00:00:00Z", NotRfc3339),
+            ("2026-02-29T00:00:00Z", NotRfc3339),
+            ("2026-11-29T24:00:00Z", NotRfc3339),
+            ("9999-12-31T23:59:60Z", LeapSecond),
+            ("2016-12-31T23:59:60Z", LeapSecond),
+            ("9999-12-31T23:59:59-00:01", OutOfRange),
+            ("0000-01-01T00:00:00+00:01", OutOfRange),
+        ] {
+            assert_eq!(Timestamp::parse_strict(text), Err(why.clone()), "{text}");
+        }
+        assert_eq!(
+            Timestamp::parse("0000-01-01T00:00:00Z"),
+            Some(Timestamp::MIN)
+        );
+        assert_eq!(
+            Timestamp::parse("9999-12-31T23:59:59Z"),
+            Some(Timestamp::MAX)
+        );
+        assert_eq!(Timestamp::MAX.compact(), "99991231T235959Z");
+        assert_eq!(Timestamp::MIN.to_string(), "0000-01-01T00:00:00Z");
+        assert!(!Timestamp(Timestamp::MAX.0 + 1).is_spellable());
+        assert!(Clock::Fixed(Timestamp(Timestamp::MAX.0 + 1))
+            .check()
+            .is_err());
+        assert!(Clock::Fixed(Timestamp::MAX).check().is_ok());
+        assert!(Clock::System.check().is_ok());
+    }
+
+    /// Documents are read as the app reads them (chrono's relaxed form): a leap second and a
+    /// space before the offset are fine there, a date that does not exist is not.
+    #[test]
+    fn documents_timestamps_are_read_as_the_app_reads_them() {
+        let t = Timestamp::parse("2016-12-31T23:59:59Z").unwrap();
+        assert_eq!(Timestamp::parse_as_app("2016-12-31T23:59:60Z"), Some(t));
+        assert_eq!(
+            Timestamp::parse_as_app("2026-11-29T12:00:00 +00:00"),
+            Timestamp::parse("2026-11-29T12:00:00Z")
+        );
+        assert_eq!(Timestamp::parse_as_app("2026-02-31T00:00:00Z"), None);
+        assert_eq!(Timestamp::parse_as_app("yesterday"), None);
     }
 
     #[test]

@@ -45,12 +45,15 @@ pub fn main() -> ExitCode {
 // The edge: the environment is read here (clippy.toml).
 #[allow(clippy::disallowed_methods)]
 fn clock() -> Result<Clock, String> {
-    match std::env::var("DOCTOR_NOW") {
-        Ok(v) if !v.is_empty() => Timestamp::parse(&v)
+    let clock = match std::env::var("DOCTOR_NOW") {
+        Ok(v) if !v.is_empty() => Timestamp::parse_strict(&v)
             .map(Clock::Fixed)
-            .ok_or_else(|| format!("DOCTOR_NOW={v:?} is not an RFC 3339 time")),
-        _ => Ok(Clock::System),
-    }
+            .map_err(|why| format!("DOCTOR_NOW={v:?} {why}"))?,
+        _ => Clock::System,
+    };
+    // A clock no run id can spell (the system clock set past 9999) runs nothing.
+    clock.check()?;
+    Ok(clock)
 }
 
 /// Logs on stderr: `DOCTOR_LOG`, else `RUST_LOG`, else the level `-v` asks for (`warn` by

@@ -33,5 +33,6 @@ mod properties;
 mod purge_records;
 mod real_go;
 mod restore_purge;
+mod run_ids;
 mod schemas;
 mod torn_logs;
