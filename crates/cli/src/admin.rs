@@ -22,6 +22,8 @@ fn run_admin(
     plan: impl Fn(&Root) -> Result<engine::admin::AdminPlan, engine::admin::AdminError>,
 ) -> Result<AdminReport, Error> {
     let dir = &opts.sessions_dir;
+    // A clock no run id can spell makes runs no command can name (exit 2).
+    opts.clock.check().map_err(Error::BadEnvironment)?;
     let run = RunId::new(opts.clock.now());
     if opts.dry_run {
         let root = Root::open(dir).map_err(|e| open_error(dir, e))?;

@@ -35,6 +35,8 @@ pub(crate) fn absolute(dir: &Path) -> String {
 /// and R1 may not set aside more than half of a store's documents (unless
 /// `allow_mass_set_aside`: the run then plans nothing for R1, says why and fails).
 pub fn repair_sessions(opts: &RepairOptions) -> Result<RepairReport, Error> {
+    // A clock no run id can spell makes runs no command can name (exit 2).
+    opts.clock.check().map_err(Error::BadEnvironment)?;
     let config = opts.config();
     let run = RunId::new(config.now);
     if opts.dry_run {

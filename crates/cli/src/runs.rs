@@ -22,7 +22,8 @@ fn open(opts: &RepairOptions) -> Result<Root, Error> {
 }
 
 /// The run id `given` names: a run id (as given: what reads the run says whether it exists),
-/// `latest` (the newest run directory under `.set-aside/`, by run id), or the path the notice
+/// `latest` (the newest run directory under `.set-aside/`: by the time in its id, then by the
+/// receipts' order), or the path the notice
 /// line prints, `.set-aside/<run>` (relative to S, or absolute under S; a trailing `/` is
 /// fine). Anything else, and `latest` when there is no run, is [`Error::NoSuchRun`] naming
 /// what was given (exit 2).

@@ -1295,7 +1295,8 @@ pub fn run_time(run: &str) -> Option<Timestamp> {
 }
 
 /// The set-aside runs of S: the directories under `.set-aside/` named by a run id, oldest
-/// first ([`in_time_order`]). None when there is no `.set-aside/`.
+/// first: by the second in the id, then by where each run's first receipt stands in the
+/// receipts log. None when there is no `.set-aside/`.
 pub fn run_dirs(root: &Root) -> fsroot::Result<Vec<String>> {
     let entries = match root.list(Path::new(SET_ASIDE_DIR)) {
         Ok(entries) => entries,

@@ -964,12 +964,17 @@ impl WritableRoot {
         }
     }
 
-    /// Opens the line log `p` (confined) for reading and appending, created with mode 0644 when
-    /// `create`: never through a symlink, never blocking, and only a regular file with a single
-    /// link.
+    /// Opens the line log `p` (confined) for reading and appending, created with mode 0644 (and
+    /// its missing parents) when `create`: never through a symlink, never blocking, and only a
+    /// regular file with a single link.
     fn open_log(&self, p: &Path, create: bool) -> Result<std::fs::File> {
         let name = p.file_name().ok_or_else(|| Error::escape(p))?;
-        let dir = self.dir_all(p.parent().unwrap_or(Path::new("")))?;
+        let parent = p.parent().unwrap_or(Path::new(""));
+        let dir = if create {
+            self.dir_all(parent)?
+        } else {
+            self.open_dir(parent, "open directory")?
+        };
         let mut opts = OpenOptions::new();
         opts.read(true)
             .append(true)

@@ -159,3 +159,21 @@ fn latest_is_the_run_that_ran_last_among_runs_of_one_second() {
     }
     panic!("forty pairs of runs, and never the later with the smaller suffix");
 }
+
+/// The library refuses such a clock too (a host embedding the doctor with a system clock set
+/// past 9999, or a fixed instant past it): exit 2, nothing written.
+#[test]
+fn a_library_run_whose_clock_no_run_id_can_spell_is_refused() {
+    let (_tmp, s) = store_with_torn(&["torn"]);
+    let mut opts = doctor::RepairOptions::new(&s);
+    opts.codewhale_home = None;
+    opts.clock = store::Clock::Fixed(store::Timestamp(store::Timestamp::MAX.0 + 1));
+    let repaired = doctor::repair_sessions(&opts).unwrap_err();
+    let purged = doctor::purge(&opts, 86_400, false).unwrap_err();
+    for e in [repaired, purged] {
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("0000 to 9999"), "{e}");
+    }
+    assert!(s.join("torn.json").exists());
+    assert!(!s.join(".set-aside").exists() && !s.join(".reconcile").exists());
+}

@@ -150,6 +150,12 @@ fn a_log_is_checked_appendable_without_a_write() {
     let root = WritableRoot::open(tmp.path()).unwrap();
     root.check_appendable(Path::new("missing.jsonl")).unwrap();
     assert!(!tmp.path().join("missing.jsonl").exists());
+    root.check_appendable(Path::new("nodir/missing.jsonl"))
+        .unwrap();
+    assert!(
+        !tmp.path().join("nodir").exists(),
+        "no directory is created"
+    );
     std::fs::write(tmp.path().join("log.jsonl"), b"torn").unwrap();
     root.check_appendable(Path::new("log.jsonl")).unwrap();
     assert_eq!(
