@@ -158,6 +158,19 @@ fn a_receipt_that_fails_with_efbig_is_written_by_the_next_purge() {
     converged(&s, &run, "after the limit is gone");
     let receipt = &purge_receipts(&s, &format!(".set-aside/{run}"))[0];
     assert_eq!(receipt["finishes_run"], pending["run"], "{receipt:#}");
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../../../docs/schemas/receipt-line.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(receipt)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}: {receipt:#}");
 }
 
 /// The mutations of a real purge of a fresh [`repaired`] store, traced.

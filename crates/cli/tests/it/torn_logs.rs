@@ -343,3 +343,38 @@ fn a_manifest_line_cut_short_by_efbig_moves_nothing_and_is_not_glued_onto() {
         purge.stdout
     );
 }
+
+/// The manifest append fails outright (an injected `EIO` on it, `DOCTOR_FAULT_AT=N:fail`):
+/// the set-aside is a failed action, receipted as such, and its item stays where it was; the
+/// next run sets it aside.
+#[test]
+fn a_failed_manifest_append_moves_nothing() {
+    let (_tmp, s) = store_with_torn(&["torn"]);
+    let trace = {
+        let (_t, copy) = store_with_torn(&["torn"]);
+        common::traced_mutations(&copy, NOW)
+    };
+    let (n, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("append .set-aside/"))
+        .unwrap_or_else(|| panic!("no manifest append: {trace:#?}"));
+    let out = Doctor::new()
+        .args(["--repair-sessions", "--json"])
+        .sessions_dir(&s)
+        .now(NOW)
+        .env("DOCTOR_FAULT_AT", format!("{n}:fail"))
+        .run();
+    assert_eq!(out.code, Some(1), "{}", out.said());
+    assert_eq!(
+        out.json()["outcomes"][0]["outcome"],
+        "failed",
+        "{}",
+        out.stdout
+    );
+    assert!(s.join("torn.json").exists(), "not moved");
+    let run = runs(&s).remove(0);
+    assert!(!s.join(".set-aside").join(&run).join("torn.json").exists());
+    let again = doctor(&s, NOW, &["--repair-sessions"]);
+    assert_eq!(again.code, Some(0), "{}", again.said());
+    assert!(!s.join("torn.json").exists());
+}
