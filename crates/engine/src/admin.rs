@@ -155,23 +155,32 @@ impl AdminPlan {
 struct Lines<T> {
     /// The records, in file order.
     parsed: Vec<T>,
-    /// A problem for each line that is not a record (a line edited by hand, a shape nobody
-    /// knows), naming the file and the line.
-    bad: Vec<Problem>,
-    /// A problem for each torn line (a record cut short: a writer that died mid-line, a write
-    /// cut short by `ENOSPC` or `EFBIG`), naming the file and the line. Every writer writes a
-    /// record's line before acting on it, and acts only once the whole line is written, so a
-    /// torn line names nothing that was done: it is reported and passed over.
-    torn: Vec<Problem>,
+    /// A problem for each line that is not a whole record, in file order, naming the file and
+    /// the line, and whether the line is torn.
+    problems: Vec<(Line, Problem)>,
 }
 
-/// The line number a problem of [`read_lines`] names (`line N of ...`).
-fn line_number(message: &str) -> usize {
-    message
-        .strip_prefix("line ")
-        .and_then(|m| m.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(usize::MAX)
+/// What is wrong with a line of a record file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Not a record: a line edited by hand, a shape nobody knows. It may have named something.
+    NotARecord,
+    /// Torn: a record cut short (a writer that died mid-line, a write cut short by `ENOSPC` or
+    /// `EFBIG`). Every writer writes a record's line before acting on it, and acts only once
+    /// the whole line is written, so a torn line names nothing that was done: it is reported
+    /// and passed over.
+    Torn,
+}
+
+impl<T> Lines<T> {
+    /// The problems of the lines that are `kind`.
+    fn problems(&self, kind: Line) -> Vec<Problem> {
+        self.problems
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
 }
 
 /// How many places a line that does not parse is tried at for a record glued after a torn
@@ -214,8 +223,7 @@ fn read_lines<T: serde::de::DeserializeOwned>(
     let problem = |message: String| Problem::invalid_data(shown.to_string_lossy(), message);
     let mut out = Lines {
         parsed: Vec::new(),
-        bad: Vec::new(),
-        torn: Vec::new(),
+        problems: Vec::new(),
     };
     for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -224,19 +232,28 @@ fn read_lines<T: serde::de::DeserializeOwned>(
         let at = format!("line {} of {}", n + 1, shown.display());
         match serde_json::from_slice(line) {
             Ok(v) => out.parsed.push(v),
-            Err(e) if e.is_eof() => out.torn.push(problem(format!(
-                "{at} is a record cut short (a write that did not finish): it names nothing \
+            Err(e) if e.is_eof() => out.problems.push((
+                Line::Torn,
+                problem(format!(
+                    "{at} is a record cut short (a write that did not finish): it names nothing \
                  done, passed over"
-            ))),
+                )),
+            )),
             Err(e) => match glued(line) {
                 Some(v) => {
                     out.parsed.push(v);
-                    out.torn.push(problem(format!(
-                        "{at} begins with a record cut short (a write that did not finish), \
-                         passed over; the record glued after it is read"
-                    )));
+                    out.problems.push((
+                        Line::Torn,
+                        problem(format!(
+                            "{at} begins with a record cut short (a write that did not \
+                             finish), passed over; the record glued after it is read"
+                        )),
+                    ));
                 }
-                None => out.bad.push(problem(format!("{at} is not a record: {e}"))),
+                None => out.problems.push((
+                    Line::NotARecord,
+                    problem(format!("{at} is not a record: {e}")),
+                )),
             },
         }
     }
@@ -478,17 +495,16 @@ pub fn read_manifest(
         });
     }
     let rel = store::ids::manifest_path(run);
-    let Lines {
-        parsed: lines,
-        bad,
-        torn,
-    }: Lines<AnyManifestLine> = read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
-        run: run.to_owned(),
-        why: format!(
-            "{} does not exist",
-            root.display_path(Path::new(&rel)).display()
-        ),
-    })?;
+    let read: Lines<AnyManifestLine> =
+        read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
+            run: run.to_owned(),
+            why: format!(
+                "{} does not exist",
+                root.display_path(Path::new(&rel)).display()
+            ),
+        })?;
+    let (bad, torn) = (read.problems(Line::NotARecord), read.problems(Line::Torn));
+    let lines = read.parsed;
     let mut manifest = Manifest {
         torn,
         ..Manifest::default()
@@ -525,11 +541,11 @@ pub fn read_manifest(
 /// reported in `problems`.
 fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
     Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
-        Some(Lines { parsed, bad, torn }) => {
-            // In the order of their lines.
-            let mut all: Vec<Problem> = bad.into_iter().chain(torn).collect();
-            all.sort_by_key(|p| line_number(&p.message));
-            problems.extend(all);
+        Some(Lines {
+            parsed,
+            problems: p,
+        }) => {
+            problems.extend(p.into_iter().map(|(_, p)| p));
             parsed
                 .into_iter()
                 .filter_map(|l| match l {
