@@ -174,6 +174,12 @@ fn a_torn_manifest_line_is_read_past_by_list_restore_and_purge() {
     // The mutation before the second line's append (the first receipt's sync): the torn line is
     // there when the second append looks at the manifest.
     let before_second = appends[1] - 1;
+    assert!(
+        trace
+            .iter()
+            .any(|(n, d)| *n == before_second && !d.contains("MANIFEST.jsonl")),
+        "{trace:#?}"
+    );
     let repair = Doctor::new()
         .args(["--repair-sessions", "--json"])
         .sessions_dir(&s)
