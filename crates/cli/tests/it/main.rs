@@ -33,3 +33,4 @@ mod properties;
 mod real_go;
 mod restore_purge;
 mod schemas;
+mod store_moves;
