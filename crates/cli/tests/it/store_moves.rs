@@ -75,9 +75,8 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         .arg("-e")
         .arg("inject=renameat2:signal=KILL:when=9")
         .arg(env!("CARGO_BIN_EXE_doctor"))
-        .arg("--sessions-dir")
+        .args(["sessions", "repair", "--select", "R2", "--sessions-dir"])
         .arg(&s)
-        .args(["--repair-sessions", "--select", "R2"])
         .env("DOCTOR_NOW", NOW)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -100,13 +99,15 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
     );
     assert!(s.join(STORE).join("runtime-process.owner.lock").exists());
 
-    let dry = doctor(&s)
-        .args(["--repair-sessions", "--select", "R2", "--dry-run", "--json"])
-        .run();
+    let r2 = || {
+        Doctor::new()
+            .now(NOW)
+            .args(["sessions", "repair", "--select", "R2"])
+            .sessions_dir(&s)
+    };
+    let dry = r2().args(["--dry-run", "--json"]).run();
     assert_eq!(dry.code, Some(0), "{}", dry.said());
-    let out = doctor(&s)
-        .args(["--repair-sessions", "--select", "R2", "--json"])
-        .run();
+    let out = r2().arg("--json").run();
     assert_eq!(out.code, Some(0), "{}", out.said());
     let (dry, real) = (dry.json(), out.json());
     assert_eq!(
