@@ -109,8 +109,8 @@ impl Target for SessionsTarget<'_> {
                 kind: ItemKind::RuntimeStore
             }
         );
-        match store_of(a) {
-            Some(store) => match lock_store(self.root, store)? {
+        if let Some(store) = store_of(a) {
+            match lock_store(self.root, store)? {
                 // A store without its owner lock file is not moved unlocked: it is checked as
                 // planned, then the lock file is created as the app creates it (0600, no link
                 // followed) and held for the move, so a host that opens the store meanwhile is
@@ -132,8 +132,7 @@ impl Target for SessionsTarget<'_> {
                     return Ok(held);
                 }
                 owner => held.owner = owner,
-            },
-            None => {}
+            }
         }
         self.precondition(a, step)?;
         Ok(held)

@@ -286,12 +286,21 @@ fn a_signal_at_every_mutation_finishes_the_action_and_stops() {
             assert!(plans_nothing(&s), "{point}: a further run plans something");
             drop(_held);
 
-            let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|r| s.join(".set-aside").join(r).join("MANIFEST.jsonl").exists())
-                .collect();
-            runs.sort();
+            // Runs of one second differ by a random suffix: their order is the receipts'.
+            let receipts = std::fs::read_to_string(s.join(".reconcile/receipts.jsonl")).unwrap();
+            let mut runs: Vec<String> = Vec::new();
+            for line in receipts.lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let r = v["run"].as_str().unwrap().to_owned();
+                if !runs.contains(&r)
+                    && s.join(".set-aside")
+                        .join(&r)
+                        .join("MANIFEST.jsonl")
+                        .exists()
+                {
+                    runs.push(r);
+                }
+            }
             for r in runs.iter().rev() {
                 complete_restore(&s, r);
             }
@@ -468,6 +477,12 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
         left.is_empty(),
         "nothing of the store is left in the run: {left:?}"
     );
+    // The rolled-back move leaves no empty destination directory behind.
+    let empty: Vec<_> = tree(&s.join(".set-aside"))
+        .into_keys()
+        .filter(|p| p.to_string_lossy().contains("epsilon"))
+        .collect();
+    assert!(empty.is_empty(), "destination left: {empty:?}");
     complete_repair(&s);
     assert!(!s.join("epsilon/runtime").exists());
     assert!(plans_nothing(&s));
