@@ -59,7 +59,10 @@ impl Act<'_> {
         let moved_to = self.mirrored(&self.action.path);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
-        let failure = self.moved(path, Path::new(&moved_to))?;
+        let failure = match self.moved(path, Path::new(&moved_to)) {
+            Ok(f) => f,
+            Err(refusal) => return Err(self.void(&line, refusal)),
+        };
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.clone().into())]);
         let found = engine::judge::item_digest(self.root, &moved_to);
         if matches!(&found, Ok(Some(d)) if *d == self.action.precondition) {
@@ -98,6 +101,22 @@ impl Act<'_> {
                     None => Ok(extra),
                     Some(e) => Err(Refusal::Fail(e)),
                 }
+            }
+        }
+    }
+
+    /// A move whose manifest line was written did not happen (it failed, and what moved went
+    /// back): a line voiding it follows, so no line is left claiming the item is in the run.
+    /// If that line cannot be written, the refusal says so (a restore then finds the item in
+    /// place, as the line promised).
+    fn void(&self, line: &ManifestLine, refusal: Refusal) -> Refusal {
+        let Refusal::Fail(why) = refusal else {
+            return refusal;
+        };
+        match self.write_manifest(&line.rolled_back(&why, self.clock.now())) {
+            Ok(()) => Refusal::Fail(why),
+            Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _)) => {
+                Refusal::Fail(format!("{why}; the manifest line could not be voided: {e}"))
             }
         }
     }
@@ -144,7 +163,7 @@ impl Act<'_> {
         }
         self.write_manifest(&line)?;
         let outcome = crate::store_move::move_store(self.root, store, &moved_to, &mut |_| {})
-            .map_err(Refusal::Fail)?;
+            .map_err(|e| self.void(&line, Refusal::Fail(e)))?;
         let removed = outcome.source_removed;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
         if created_owner_lock {
@@ -212,6 +231,7 @@ impl Act<'_> {
             tree_blake3: None,
             bytes: digest.bytes,
             at: self.clock.now().to_string(),
+            rolled_back: false,
         };
         self.write_manifest(&line)?;
         // The very bytes the line records, created and never replacing anything (something

@@ -483,6 +483,32 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
         .filter(|p| p.to_string_lossy().contains("epsilon"))
         .collect();
     assert!(empty.is_empty(), "destination left: {empty:?}");
+    // No manifest line is left claiming the store moved: a later line voids it, and the run's
+    // listing does not show it.
+    let run = report["run"].as_str().unwrap();
+    let manifest =
+        std::fs::read_to_string(s.join(".set-aside").join(run).join("MANIFEST.jsonl")).unwrap();
+    let last = manifest
+        .lines()
+        .filter(|l| l.contains("\"original\":\"epsilon/runtime\""))
+        .last()
+        .unwrap();
+    assert!(last.contains("\"rolled_back\":true"), "{manifest}");
+    let listing = Doctor::new()
+        .now(NOW)
+        .args(["sessions", "list", run, "--json"])
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(listing.code, Some(0), "{}", listing.said());
+    let items = listing.json()["items"].clone();
+    assert!(
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["original"] != "epsilon/runtime"),
+        "{items:#}"
+    );
     complete_repair(&s);
     assert!(!s.join("epsilon/runtime").exists());
     assert!(plans_nothing(&s));
