@@ -496,8 +496,7 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
         std::fs::read_to_string(s.join(".set-aside").join(run).join("MANIFEST.jsonl")).unwrap();
     let last = manifest
         .lines()
-        .filter(|l| l.contains("\"original\":\"epsilon/runtime\""))
-        .last()
+        .rfind(|l| l.contains("\"original\":\"epsilon/runtime\""))
         .unwrap();
     assert!(last.contains("\"rolled_back\":true"), "{manifest}");
     let listing = Doctor::new()
