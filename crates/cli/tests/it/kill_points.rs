@@ -518,3 +518,38 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
     assert!(!s.join("epsilon/runtime").exists());
     assert!(plans_nothing(&s));
 }
+
+/// SIGHUP, as a closed terminal sends it, stops a repair as SIGTERM does: the action in progress
+/// finishes with its receipt, the run exits 129 with its report, and the rerun converges.
+#[test]
+fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
+    let (_tmp, pristine) = demo_with_leases();
+    let work = tempfile::tempdir().unwrap();
+    let s = work.path().join("S");
+    let _held = fresh_copy_held(&pristine, &s);
+    complete_repair(&s);
+    let want_user = user_tree(&s);
+    drop(_held);
+    let total = mutations_of_a_repair(&pristine, &s);
+    let _held = fresh_copy_held(&pristine, &s);
+    let (exit, report) = repair_signalled_at(&s, total / 2, "HUP");
+    assert_eq!(exit, Some(129), "{report:#}");
+    let stopped = report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| {
+            o["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("stopped by SIGHUP"))
+        })
+        .count();
+    assert!(
+        stopped > 0,
+        "the actions after the one in progress were not attempted: {report:#}"
+    );
+    assert!(runs_not_matching_their_manifests(&s).is_empty());
+    complete_repair(&s);
+    assert!(common::tree_difference(&user_tree(&s), &want_user).is_empty());
+    assert!(plans_nothing(&s));
+}

@@ -107,6 +107,15 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
     };
     let dry = r2().args(["--dry-run", "--json"]).run();
     assert_eq!(dry.code, Some(0), "{}", dry.said());
+    let text = r2().arg("--dry-run").run();
+    assert!(
+        text.stdout.contains(&format!(
+            "would finish moving {STORE} into .set-aside/{}/{STORE}",
+            first[0]
+        )),
+        "{}",
+        text.said()
+    );
     let out = r2().arg("--json").run();
     assert_eq!(out.code, Some(0), "{}", out.said());
     let (dry, real) = (dry.json(), out.json());
