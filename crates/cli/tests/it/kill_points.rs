@@ -553,3 +553,36 @@ fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
     assert!(common::tree_difference(&user_tree(&s), &want_user).is_empty());
     assert!(plans_nothing(&s));
 }
+
+/// A signal before anything is applied (here: while `sessions apply -` waits for its plan on
+/// stdin) ends the process at once with the shell's code, 143 for SIGTERM, having written
+/// nothing.
+#[test]
+fn a_signal_before_applying_exits_at_once_with_its_code() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    let before = tree(&s);
+    let mut child = Doctor::new()
+        .args(["sessions", "apply", "-"])
+        .command()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Time for the binary to start and install its handler.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let killed = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("before anything was changed"));
+    assert_eq!(tree(&s), before, "nothing written");
+}
