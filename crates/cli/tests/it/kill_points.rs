@@ -561,7 +561,7 @@ fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
 fn a_signal_before_applying_exits_at_once_with_its_code() {
     let (_tmp, s) = demo_with_old_artifacts();
     let before = tree(&s);
-    let mut child = Doctor::new()
+    let child = Doctor::new()
         .args(["sessions", "apply", "-"])
         .command()
         .stdin(std::process::Stdio::piped())
