@@ -786,6 +786,7 @@ mod tests {
                 .collect(),
             errors: Vec::new(),
             records_failed: false,
+            interrupted: None,
         });
         AdminReport::new(
             command,

@@ -510,7 +510,15 @@ pub fn read_manifest(
         ..Manifest::default()
     };
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut voided = std::collections::HashSet::new();
     for line in lines {
+        // A move that failed and was rolled back: its line is voided, the item is not listed.
+        if let AnyManifestLine::Doctor(l) = &line {
+            if l.rolled_back {
+                voided.insert(l.moved_to.clone());
+                continue;
+            }
+        }
         match item_of(root, run, line, attribute) {
             // A later line for the same `moved_to` corrects an earlier one (a move that moved
             // something other than what was checked records what it moved): the last counts.
@@ -524,6 +532,7 @@ pub fn read_manifest(
             Err(refused) => manifest.refused.push(refused),
         }
     }
+    manifest.items.retain(|i| !voided.contains(&i.moved_to));
     // A line that does not parse may have named an item: the run is not whole, and says so.
     manifest
         .refused
@@ -1674,6 +1683,7 @@ mod tests {
             tree_blake3: None,
             bytes: d.bytes,
             at: "2026-11-29T12:00:00Z".into(),
+            rolled_back: false,
         };
         serde_json::to_string(&l).unwrap()
     }
@@ -1930,6 +1940,7 @@ mod tests {
                 tree_blake3: None,
                 bytes: 1,
                 at: "2026-11-29T12:00:00Z".into(),
+                rolled_back: false,
             })
             .unwrap()
         };

@@ -9,6 +9,7 @@
 pub mod admin;
 mod build_dirs;
 pub mod housekeeping;
+pub mod interrupted;
 pub mod judge;
 pub mod liveness;
 pub mod records;
@@ -256,6 +257,7 @@ pub fn planner_of<P: Pack>(
 pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), String> {
     for a in &plan.actions {
         let fits = housekeeping::accepts(a)
+            || interrupted::accepts(a)
             || rule_for(rules, &a.rule).is_some_and(|r| {
                 r.plans().contains(&(a.action.kind(), a.action.item())) && r.accepts(a)
             });
@@ -351,6 +353,23 @@ pub fn plan_sessions<C: Counts>(
         &|id| refs.known_sessions.contains(id),
     );
     let mut planned = plan_inventory(root, &inventory, refs, &recoverable, rules, config);
+    // A store a kill left split is finished into the run that began moving it: the rules'
+    // actions on its remainder (which they take for a store of its own) are dropped.
+    let finishing = interrupted::plan_store_moves(root, &|code| {
+        rules
+            .iter()
+            .find(|r| r.code() == code)
+            .map_or_else(String::new, |r| r.name().to_owned())
+    });
+    if !finishing.is_empty() {
+        planned.plan.actions.retain(|a| {
+            !finishing
+                .iter()
+                .filter_map(interrupted::finishing)
+                .any(|store| a.path == store || a.path.starts_with(&format!("{store}/")))
+        });
+        housekeeping::prepend(&mut planned.plan, finishing);
+    }
     let temps = housekeeping::plan_interrupted_writes(
         root,
         &inventory.interrupted_writes,

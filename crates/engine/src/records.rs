@@ -37,6 +37,10 @@ pub struct ManifestLine {
     pub bytes: u64,
     /// When, RFC 3339.
     pub at: String,
+    /// This line voids the earlier line for the same `moved_to`: that move failed and was
+    /// rolled back, so nothing of it is in the run (readers drop both).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rolled_back: bool,
 }
 
 impl ManifestLine {
@@ -57,7 +61,17 @@ impl ManifestLine {
             tree_blake3,
             bytes,
             at: at.to_string(),
+            rolled_back: false,
         }
+    }
+
+    /// The line that voids this one: its move failed and everything it moved went back.
+    pub fn rolled_back(&self, why: &str, at: Timestamp) -> Self {
+        let mut line = self.clone();
+        line.rolled_back = true;
+        line.reason = format!("rolled back, nothing of it is in this run: {why}");
+        line.at = at.to_string();
+        line
     }
 
     /// This line with the digest (and the kind that goes with it) of `found`: what a move
@@ -273,6 +287,7 @@ mod tests {
             tree_blake3: None,
             bytes: 0,
             at: "2026-11-29T12:00:00Z".into(),
+            rolled_back: false,
         };
         let file = Precondition::File {
             bytes: 3,

@@ -59,7 +59,10 @@ impl Act<'_> {
         let moved_to = self.mirrored(&self.action.path);
         let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
         self.write_manifest(&line)?;
-        let failure = self.moved(path, Path::new(&moved_to))?;
+        let failure = match self.moved(path, Path::new(&moved_to)) {
+            Ok(f) => f,
+            Err(refusal) => return Err(self.void(&line, refusal)),
+        };
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.clone().into())]);
         let found = engine::judge::item_digest(self.root, &moved_to);
         if matches!(&found, Ok(Some(d)) if *d == self.action.precondition) {
@@ -102,6 +105,22 @@ impl Act<'_> {
         }
     }
 
+    /// A move whose manifest line was written did not happen (it failed, and what moved went
+    /// back): a line voiding it follows, so no line is left claiming the item is in the run.
+    /// If that line cannot be written, the refusal says so (a restore then finds the item in
+    /// place, as the line promised).
+    fn void(&self, line: &ManifestLine, refusal: Refusal) -> Refusal {
+        let Refusal::Fail(why) = refusal else {
+            return refusal;
+        };
+        match self.write_manifest(&line.rolled_back(&why, self.clock.now())) {
+            Ok(()) => Refusal::Fail(why),
+            Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _)) => {
+                Refusal::Fail(format!("{why}; the manifest line could not be voided: {e}"))
+            }
+        }
+    }
+
     /// Moves `from` to `to`, judging by what is there whether the rename happened: `Ok(None)`
     /// moved; `Ok(Some(error))` moved, but something after the rename failed (a directory
     /// fsync); `Err` not moved.
@@ -124,16 +143,36 @@ impl Act<'_> {
     /// renamed into the destination, the lock file last; on failure what moved is moved back in
     /// reverse; the emptied source is removed only if still empty; the directory itself is
     /// never renamed and the lock file never unlinked.
-    pub fn move_store(&self) -> Result<Extra, Refusal> {
+    ///
+    /// `created_owner_lock`: the store had no owner lock file, and the check created one to hold
+    /// it; the manifest line then records the store as it moves, with that (empty) lock file.
+    pub fn move_store(&self, created_owner_lock: bool) -> Result<Extra, Refusal> {
         let store = &self.action.path;
         self.check_not_bound_by_own_document(store)?;
         let moved_to = self.mirrored(store);
-        let line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
+        let mut line = ManifestLine::for_action(self.action, self.run, &moved_to, self.clock.now());
+        if created_owner_lock {
+            match engine::judge::item_digest(self.root, store) {
+                Ok(Some(d)) => line = line.with_digest(&d),
+                _ => {
+                    return Err(Refusal::Skip(
+                        "changed since planned: the store cannot be digested".into(),
+                    ))
+                }
+            }
+        }
         self.write_manifest(&line)?;
         let outcome = crate::store_move::move_store(self.root, store, &moved_to, &mut |_| {})
-            .map_err(Refusal::Fail)?;
+            .map_err(|e| self.void(&line, Refusal::Fail(e)))?;
         let removed = outcome.source_removed;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
+        if created_owner_lock {
+            extra.insert(
+                "owner_lock_created".into(),
+                "the store had no owner lock file: it was created (0600) and held for the move"
+                    .into(),
+            );
+        }
         if !removed {
             extra.insert(
                 "source_left".into(),
@@ -141,24 +180,30 @@ impl Act<'_> {
                     .into(),
             );
         }
-        // The session directory the store leaves empty holds no data: it goes too (`rmdir`,
-        // which refuses a directory something appeared in). A restore recreates it.
-        if let Some((dir, _)) = store.split_once('/') {
-            // The move is done: nothing after it may turn it into a failure. In doubt, the
-            // directory stays.
-            if removed && self.session_dir_may_go(dir).unwrap_or(false) {
-                match self.root.remove_empty_dir(Path::new(dir)) {
-                    Ok(true) => {
-                        extra.insert("removed_empty_dir".into(), dir.into());
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        extra.insert("empty_dir_left".into(), e.to_string().into());
-                    }
+        if removed {
+            self.remove_left_session_dir(store, &mut extra);
+        }
+        Ok(extra)
+    }
+
+    /// The session directory a moved store leaves empty holds no data: it goes too (`rmdir`,
+    /// which refuses a directory something appeared in). A restore recreates it. The move is
+    /// done: nothing here may turn it into a failure; in doubt, the directory stays.
+    fn remove_left_session_dir(&self, store: &str, extra: &mut Extra) {
+        let Some((dir, _)) = store.split_once('/') else {
+            return;
+        };
+        if self.session_dir_may_go(dir).unwrap_or(false) {
+            match self.root.remove_empty_dir(Path::new(dir)) {
+                Ok(true) => {
+                    extra.insert("removed_empty_dir".into(), dir.into());
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    extra.insert("empty_dir_left".into(), e.to_string().into());
                 }
             }
         }
-        Ok(extra)
     }
 
     /// Before the first rewrite of a record in this run, copies its bytes to the mirrored path
@@ -186,6 +231,7 @@ impl Act<'_> {
             tree_blake3: None,
             bytes: digest.bytes,
             at: self.clock.now().to_string(),
+            rolled_back: false,
         };
         self.write_manifest(&line)?;
         // The very bytes the line records, created and never replacing anything (something
@@ -438,6 +484,21 @@ impl Act<'_> {
             let outcome =
                 crate::store_move::move_store(self.root, from, &self.action.path, &mut |_| {})
                     .map_err(Refusal::Fail)?;
+            // The finish of a store move a kill cut short: the store is now whole in the run
+            // that began moving it, and its emptied session directory goes as in that move.
+            if engine::interrupted::finishing(self.action).is_some() {
+                if outcome.source_removed {
+                    self.remove_left_session_dir(from, &mut extra);
+                } else {
+                    extra.insert(
+                        "source_left".into(),
+                        "a new store was created at the source during the move; it was left \
+                         to its owner"
+                            .into(),
+                    );
+                }
+                return Ok(extra);
+            }
             if !outcome.source_removed {
                 extra.insert(
                     "source_left".into(),

@@ -8,6 +8,7 @@
 
 mod act;
 mod purge;
+pub mod interrupt;
 mod reclaim;
 mod sessions;
 pub mod store_move;
@@ -89,6 +90,9 @@ pub struct Applied {
     /// Whether a receipt could not be written: an action was done (or skipped) without its
     /// record, so the run fails (exit 1) although every action may have been applied.
     pub records_failed: bool,
+    /// The signal that stopped the run after an action ([`interrupt`]): the actions after it
+    /// were not attempted (and have no receipt); the next run does them.
+    pub interrupted: Option<i32>,
 }
 
 impl Applied {
@@ -106,8 +110,9 @@ impl Applied {
 
 /// Applies `plan` as run `run` through `target`, action for action: each is checked, then
 /// applied, then receipted, whatever its outcome; the run goes on after a skip or a failure,
-/// but stops applying once a receipt could not be written (the rest are not attempted).
-/// The guard proves the run's single-flight lock is held. Each action done is reported to
+/// but stops applying once a receipt could not be written (the rest are not attempted), or
+/// once a signal asked it to stop ([`interrupt`]: the action in progress is finished and
+/// receipted first, so a signal never splits one). The guard proves the run's single-flight lock is held. Each action done is reported to
 /// `progress` (phase `applying`).
 pub fn execute<T: Target>(
     target: &mut T,
@@ -118,6 +123,7 @@ pub fn execute<T: Target>(
     progress: &ProgressSink,
 ) -> Applied {
     let started = std::time::Instant::now();
+    interrupt::begin_applying();
     progress.start("applying", plan.actions.len() as u64);
     let mut applied = Applied::default();
     let planned_at = plan
@@ -130,6 +136,21 @@ pub fn execute<T: Target>(
         planned_at: &planned_at,
     };
     for action in &plan.actions {
+        // A signal stops the run between actions, never inside one: the rest are not
+        // attempted, and the next run plans them again.
+        if let Some(sig) = applied.interrupted.or_else(interrupt::stop_requested) {
+            applied.interrupted = Some(sig);
+            applied.outcomes.push(Outcome {
+                seq: action.seq,
+                outcome: OutcomeKind::Skipped,
+                why: Some(format!(
+                    "not attempted: the run was stopped by {}",
+                    interrupt::signal_name(sig)
+                )),
+            });
+            progress.tick();
+            continue;
+        }
         // Every action is receipted: once a receipt could not be written, no further action
         // is applied (it would go unreceipted too); each is reported as not attempted.
         if applied.records_failed {

@@ -10,7 +10,7 @@ use engine::housekeeping;
 use engine::records::Receipt;
 use fsroot::{LockGuard, TryLock, WritableRoot};
 
-use plan::{Action, ActionKind, ItemKind, OutcomeKind, PlannedAction};
+use plan::{Action, ActionKind, ItemKind, OutcomeKind, PlannedAction, Precondition};
 use store::ids::OWNER_LOCK;
 use store::Timestamp;
 
@@ -27,6 +27,19 @@ pub struct SessionsTarget<'a> {
 }
 
 impl<'a> SessionsTarget<'a> {
+    /// `a`'s precondition holds now; else the skip, worded `already applied` when an earlier
+    /// run applied it since the plan was made.
+    fn precondition(&mut self, a: &PlannedAction, step: &Step<'_>) -> Result<(), Refusal> {
+        if let Err(refusal) = check_precondition(self.root, a) {
+            // A plan applied a second time: its end state is already there.
+            return Err(match self.applied_by(a, step.planned_at) {
+                Some(run) => Refusal::Skip(format!("already applied (run {run})")),
+                None => refusal,
+            });
+        }
+        Ok(())
+    }
+
     /// The target S, opened writable.
     pub fn new(root: &'a WritableRoot) -> SessionsTarget<'a> {
         SessionsTarget {
@@ -59,31 +72,76 @@ impl<'a> SessionsTarget<'a> {
     }
 }
 
+/// What a passed check holds until its action is done.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// The owner lock of the store the action works in.
+    owner: Option<LockGuard>,
+    /// Whether the doctor created that lock file (a store that had none, held for its move).
+    created_owner_lock: bool,
+    /// The live lease of the session whose item R1 or R5 moves, held across the move.
+    _lease: Option<LockGuard>,
+}
+
 impl Target for SessionsTarget<'_> {
-    type Held = Option<LockGuard>;
+    type Held = Held;
 
     fn check(&mut self, a: &PlannedAction, step: &Step<'_>) -> Result<Self::Held, Refusal> {
-        if crate::lease_held(self.root, &session_of(a))? {
+        let session = session_of(a);
+        if crate::lease_held(self.root, &session)? {
             return Err(Refusal::Skip("session is live".into()));
         }
-        let owner = match store_of(a) {
-            Some(store) => lock_store(self.root, store)?,
-            None => None,
-        };
-        if let Err(refusal) = check_precondition(self.root, a) {
-            // A plan applied a second time: its end state is already there.
-            return Err(match self.applied_by(a, step.planned_at) {
-                Some(run) => Refusal::Skip(format!("already applied (run {run})")),
-                None => refusal,
-            });
+        let mut held = Held::default();
+        // R1 and R5 move an item of the session itself: its lease is held across the move, so
+        // a host that opens the session after the probe is refused (it retries, then says the
+        // session is open elsewhere) rather than finding its item gone.
+        if matches!(
+            a.action,
+            Action::SetAside {
+                kind: ItemKind::Document | ItemKind::Directory
+            }
+        ) {
+            held._lease = hold_lease(self.root, &session)?;
         }
-        Ok(owner)
+        let moving_store = matches!(
+            a.action,
+            Action::SetAside {
+                kind: ItemKind::RuntimeStore
+            }
+        );
+        if let Some(store) = store_of(a) {
+            match lock_store(self.root, store)? {
+                // A store without its owner lock file is not moved unlocked: it is checked as
+                // planned, then the lock file is created as the app creates it (0600, no link
+                // followed) and held for the move, so a host that opens the store meanwhile is
+                // refused, and what the lock file's creation added is all that changed.
+                None if moving_store => {
+                    self.precondition(a, step)?;
+                    held.owner = Some(create_owner_lock(self.root, store)?);
+                    held.created_owner_lock = true;
+                    let now = self
+                        .root
+                        .tree_digest_except(Path::new(store), std::ffi::OsStr::new(OWNER_LOCK))
+                        .map(|d| Precondition::Tree {
+                            bytes: d.bytes,
+                            tree_blake3: d.tree_blake3,
+                        });
+                    if now.ok().as_ref() != Some(&a.precondition) {
+                        return Err(Refusal::Skip("changed since planned".into()));
+                    }
+                    return Ok(held);
+                }
+                owner => held.owner = owner,
+            }
+        }
+        self.precondition(a, step)?;
+        Ok(held)
     }
 
     fn act(
         &mut self,
         a: &PlannedAction,
-        _owner: Self::Held,
+        held: Self::Held,
         step: &Step<'_>,
     ) -> Result<Extra, Refusal> {
         let cx = Act {
@@ -96,7 +154,7 @@ impl Target for SessionsTarget<'_> {
         match &a.action {
             Action::SetAside {
                 kind: ItemKind::RuntimeStore,
-            } => cx.move_store(),
+            } => cx.move_store(held.created_owner_lock),
             Action::SetAside { .. } => cx.set_aside(),
             Action::UnbindThread => cx.unbind_thread(),
             Action::RecoverThread { document } => cx.recover_thread(document),
@@ -135,7 +193,9 @@ fn session_of(a: &PlannedAction) -> String {
     if a.action == Action::RemoveTemp {
         return housekeeping::session_of_temp(&a.path);
     }
-    let first = a.path.split('/').next().unwrap_or(&a.path);
+    // The finish of a store move: the session is the store's, where it still is.
+    let path = engine::interrupted::finishing(a).unwrap_or(&a.path);
+    let first = path.split('/').next().unwrap_or(path);
     first.strip_suffix(".json").unwrap_or(first).to_owned()
 }
 
@@ -174,6 +234,36 @@ fn lock_store(root: &WritableRoot, store: &str) -> Result<Option<LockGuard>, Ref
         Err(e) => Err(Refusal::Skip(format!(
             "cannot take the store's owner lock: {e}"
         ))),
+    }
+}
+
+/// Creates the owner lock file of `store` (mode 0600, opened without following a link, as the
+/// app creates it) and takes it; held by another process meanwhile: skipped.
+fn create_owner_lock(root: &WritableRoot, store: &str) -> Result<LockGuard, Refusal> {
+    let lock = format!("{store}/{OWNER_LOCK}");
+    match root.try_lock(Path::new(&lock), true, 0o600) {
+        Ok(TryLock::Acquired(g)) => Ok(g),
+        Ok(_) => Err(Refusal::Skip("store is in use by another process".into())),
+        Err(e) => Err(Refusal::Skip(format!(
+            "cannot create the store's owner lock: {e}"
+        ))),
+    }
+}
+
+/// Takes session `id`'s live lease, when its file is there (never created: a lease nobody ever
+/// took is no lease); held by another process: the session is live.
+fn hold_lease(root: &WritableRoot, id: &str) -> Result<Option<LockGuard>, Refusal> {
+    let lease = format!("{}/{id}.live", store::ids::LATE_USAGE_DIR);
+    match root.stat(Path::new(&lease)) {
+        // As the probe judges: what is not a regular file is no lease.
+        Ok(Some(s)) if s.kind == fsroot::EntryKind::File => {}
+        _ => return Ok(None),
+    }
+    match root.try_lock(Path::new(&lease), false, 0o600) {
+        Ok(TryLock::Acquired(g)) => Ok(Some(g)),
+        Ok(TryLock::Missing) => Ok(None),
+        Ok(TryLock::Held) => Err(Refusal::Skip("session is live".into())),
+        Err(e) => Err(Refusal::Skip(format!("cannot check the live lease: {e}"))),
     }
 }
 

@@ -24,8 +24,9 @@ pub struct MoveOutcome {
 }
 
 /// Renames every entry of `store` into `dest` (created), the owner lock file last; on a failed
-/// rename moves back what moved, in reverse order; then removes the source directory only if
-/// it is still empty. Never renames the store directory itself and never unlinks a lock file.
+/// rename moves back what moved, in reverse order, and removes the directories it created for
+/// the destination (each only while empty); then removes the source directory only if it is
+/// still empty. Never renames the store directory itself and never unlinks a lock file.
 /// The caller must hold the owner lock and release it after this returns.
 pub fn move_store(
     root: &WritableRoot,
@@ -42,6 +43,15 @@ pub fn move_store(
         .map(|e| e.name)
         .collect();
     names.sort_by_key(|n| n == OWNER_LOCK);
+    // The directories this move creates, deepest first: a move rolled back removes them again
+    // (each only while empty), so it leaves no empty destination behind.
+    let mut created = Vec::new();
+    for dir in dst.ancestors().filter(|d| !d.as_os_str().is_empty()) {
+        match root.stat(dir) {
+            Ok(None) => created.push(dir.to_path_buf()),
+            _ => break,
+        }
+    }
     root.create_dir_all(dst).map_err(|e| e.to_string())?;
     for (i, name) in names.iter().enumerate() {
         if let Err(e) = root.move_item(&src.join(name), &dst.join(name)) {
@@ -58,6 +68,11 @@ pub fn move_store(
                         "; could not move back {}: {e2}",
                         back.to_string_lossy()
                     ));
+                }
+            }
+            for dir in &created {
+                if !matches!(root.remove_empty_dir(dir), Ok(true)) {
+                    break;
                 }
             }
             return Err(msg);

@@ -71,6 +71,16 @@ pub(crate) fn tree_digest(root: &Root, top: &Path) -> Result<TreeDigest> {
 /// together (their names must not overlap): what one tree split in two by an interrupted
 /// entry-by-entry move digested to before the split.
 pub(crate) fn merged_tree_digest(root: &Root, tops: &[&Path]) -> Result<TreeDigest> {
+    merged_tree_digest_except(root, tops, None)
+}
+
+/// [`merged_tree_digest`] of the tree without its top-level entry `except`: what the tree
+/// digested to before that entry was created in it.
+pub(crate) fn merged_tree_digest_except(
+    root: &Root,
+    tops: &[&Path],
+    except: Option<&std::ffi::OsStr>,
+) -> Result<TreeDigest> {
     let mut hasher = blake3::Hasher::new();
     let mut out = TreeDigest {
         bytes: 0,
@@ -97,7 +107,12 @@ pub(crate) fn merged_tree_digest(root: &Root, tops: &[&Path]) -> Result<TreeDige
                 io::Error::other("it is on another mount than the rest of the tree"),
             ));
         }
-        names.extend(root.sorted_names(&dir, top)?.into_iter().map(|n| (n, i)));
+        names.extend(
+            root.sorted_names(&dir, top)?
+                .into_iter()
+                .filter(|n| Some(n.as_os_str()) != except)
+                .map(|n| (n, i)),
+        );
         dirs.push((dir, top.to_path_buf()));
     }
     let Some(mount) = mount else {

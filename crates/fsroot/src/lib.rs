@@ -593,6 +593,14 @@ impl Root {
         digest::merged_tree_digest(self, &refs)
     }
 
+    /// The digest [`Root::tree_digest`] gives the directory `rel` without its entry `name`: what
+    /// it digested to before `name` was created in it (a store's owner lock file the doctor
+    /// created to hold the store for its move).
+    pub fn tree_digest_except(&self, rel: &Path, name: &std::ffi::OsStr) -> Result<TreeDigest> {
+        let p = confine(rel)?;
+        digest::merged_tree_digest_except(self, &[p.as_path()], Some(name))
+    }
+
     /// Reads the target of a symlink (for listings only; it is never followed).
     pub fn read_link(&self, rel: &Path) -> Result<PathBuf> {
         let p = confine(rel)?;

@@ -5,7 +5,7 @@
 pub mod args;
 mod print;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -32,14 +32,53 @@ pub fn main() -> ExitCode {
         (false, f) => f.unwrap_or_default(),
     };
     init_tracing(cli.global.verbose);
+    watch_signals();
     let printer = Printer::new(format, &cli.global);
-    match run(&invocation, &printer) {
+    let code = match run(&invocation, &printer) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             printer.error(&e.to_string());
             ExitCode::from(e.exit_code() as u8)
         }
+    };
+    // A run a signal stopped (after the action in progress, with its report) ends with the
+    // shell's code for that signal: 129 SIGHUP, 130 SIGINT, 143 SIGTERM.
+    match exec::interrupt::stop_requested() {
+        Some(sig) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "doctor: stopped by {} after the action in progress; a rerun does the rest",
+                exec::interrupt::signal_name(sig)
+            );
+            ExitCode::from((128 + sig) as u8)
+        }
+        None => code,
     }
+}
+
+/// Catches SIGTERM, SIGINT and SIGHUP as a careful tool does (`signal-hook`, on a thread of its
+/// own): while a plan is being applied, the run finishes the action in progress and its
+/// receipt, then stops with its report ([`exec::interrupt`]); before that (planning, a dry
+/// run, a listing) nothing has been changed, and the process exits at once with 128 + the
+/// signal's number.
+fn watch_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
+        // Signals then keep their default action: the process ends at once, as before.
+        return;
+    };
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if !exec::interrupt::request_stop(sig) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "doctor: stopped by {} before anything was changed",
+                    exec::interrupt::signal_name(sig)
+                );
+                std::process::exit(128 + sig);
+            }
+        }
+    });
 }
 
 // The edge: the environment is read here (clippy.toml).

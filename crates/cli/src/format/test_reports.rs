@@ -121,6 +121,7 @@ pub(crate) fn repair_real() -> RepairReport {
             format!("{thread}: permission denied"),
         )],
         records_failed: false,
+        interrupted: None,
     };
     RepairReport::applied(
         "/tmp/S".to_owned(),

@@ -36,3 +36,4 @@ mod restore_purge;
 mod run_ids;
 mod schemas;
 mod torn_logs;
+mod store_moves;

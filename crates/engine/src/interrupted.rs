@@ -1,0 +1,102 @@
+//! Store moves a kill cut short: a store is moved entry by entry (invariants.md, "Moving a
+//! store"), so a run killed midway leaves it split between its path, which still has the owner
+//! lock file (it moves last), and its destination in that run's directory, which the run's
+//! manifest line names. The next run finishes that move into the run that began it, as the
+//! planned action [`plan_store_moves`] makes, instead of taking the remainder for a store of
+//! its own; the same trace ([`crate::judge::store_restore_cut_short`], halves swapped) decides
+//! at planning and at execution.
+
+use std::path::Path;
+
+use fsroot::{EntryKind, Root};
+use plan::{Action, ItemKind, PlannedAction};
+use store::ids::{RunId, SET_ASIDE_DIR};
+
+/// The action that finishes moving the store at `from` into `path`, the destination its run's
+/// manifest line names: a store-move protocol move (the store-move of a restore, the other way
+/// round), locked at `from`, checked as the two halves together.
+pub fn finishing(a: &PlannedAction) -> Option<&str> {
+    match &a.action {
+        Action::Restore {
+            kind: ItemKind::RuntimeStore,
+            from,
+        } if !from.starts_with(&format!("{SET_ASIDE_DIR}/")) => Some(from),
+        _ => None,
+    }
+}
+
+/// Whether `a` is an action [`plan_store_moves`] could have planned: a store's finishing move
+/// into `.set-aside/<run>/<the same path>`, `<run>` a run id, the store outside the doctor's own
+/// directories. A saved plan's actions are checked with it.
+pub fn accepts(a: &PlannedAction) -> bool {
+    let Some(from) = finishing(a) else {
+        return false;
+    };
+    let Some(rest) = a.path.strip_prefix(&format!("{SET_ASIDE_DIR}/")) else {
+        return false;
+    };
+    let Some((run, inner)) = rest.split_once('/') else {
+        return false;
+    };
+    RunId::is_valid(run)
+        && inner == from
+        && !from.starts_with('.')
+        && !from
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+}
+
+/// One action per store a kill left split between its path and a set-aside run whose manifest
+/// says it was being moved there: the rest of its entries go into that run, the lock file last.
+/// `rule_name` names the rule of the manifest line. Runs and lines that cannot be read plan
+/// nothing here (restore and purge report them).
+pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<PlannedAction> {
+    let mut out = Vec::new();
+    let Ok(runs) = root.list(Path::new(SET_ASIDE_DIR)) else {
+        return out;
+    };
+    let mut runs: Vec<String> = runs
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::Dir)
+        .filter_map(|e| e.name.into_string().ok())
+        .filter(|r| RunId::is_valid(r))
+        .collect();
+    runs.sort();
+    for run in runs {
+        let Ok(manifest) = crate::admin::read_manifest(root, &run, &|_| String::new()) else {
+            continue;
+        };
+        for line in manifest.items {
+            if line.kind != Some(ItemKind::RuntimeStore)
+                || line.writer != crate::admin::Writer::Doctor
+                || line.moved_to != format!("{SET_ASIDE_DIR}/{run}/{}", line.original)
+            {
+                continue;
+            }
+            // The destination lacks the lock file, the store's path still has it, no name is
+            // in both: the move was cut short midway.
+            let Some(halves) =
+                crate::judge::store_restore_cut_short(root, &line.moved_to, &line.original)
+            else {
+                continue;
+            };
+            out.push(PlannedAction {
+                seq: 0,
+                rule_name: rule_name(&line.rule),
+                rule: line.rule.clone(),
+                action: Action::Restore {
+                    kind: ItemKind::RuntimeStore,
+                    from: line.original.clone(),
+                },
+                path: line.moved_to.clone(),
+                reason: format!(
+                    "finishes moving the store {} into run {run}, which a kill cut short \
+                     midway",
+                    line.original
+                ),
+                precondition: halves,
+            });
+        }
+    }
+    out
+}
