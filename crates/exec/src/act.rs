@@ -503,19 +503,6 @@ impl Act<'_> {
         }
     }
 
-    /// Removes a temporary file an interrupted doctor write left, through the one delete seam;
-    /// its digest was checked just before. The bytes freed go into the receipt.
-    pub fn remove_temp(&self) -> Result<Extra, Refusal> {
-        let freed = self
-            .root
-            .remove_file(Path::new(&self.action.path))
-            .map_err(fail)?;
-        Ok(Extra::from_iter([(
-            "bytes_freed".to_owned(),
-            Value::from(freed),
-        )]))
-    }
-
     /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`).
     pub fn purge(&self) -> Result<Extra, Refusal> {
         let freed = self

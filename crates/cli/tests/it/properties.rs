@@ -638,7 +638,7 @@ impl Holders {
         h
     }
 
-    /// Whether `p` (relative to S) is a temporary file a real run may remove: an interrupted
+    /// Whether `p` (relative to S) is a temporary file a real run may set aside: an interrupted
     /// write of a dead writer, in a place the doctor writes them, in no held store and of no
     /// live session.
     fn removable_temp(&self, p: &Path) -> bool {
@@ -659,7 +659,7 @@ impl Holders {
     }
 
     /// The tree without what the comparisons of user data leave out: the doctor's own files,
-    /// and the temporary files a run may remove.
+    /// and the temporary files a run may set aside.
     fn user_data(&self, t: &Tree) -> Tree {
         t.iter()
             .filter(|(p, _)| !(is_doctor_own(p) || self.removable_temp(p)))
