@@ -694,3 +694,72 @@ fn json_lines_streams_progress_actions_and_the_summary() {
     assert!(actions.iter().all(|a| a["outcome"]["outcome"] == "applied"));
     assert_eq!(types.last(), Some(&"summary"));
 }
+
+/// Issue 21 (docs/decisions.md, "Issue 21: exit code when errors were reported"): a repair or
+/// an apply that reports an error exits 1, dry or real, even when every action it planned was
+/// applied and when it planned none: part of S could not be judged and was kept, and a script
+/// must see it. `--check` still exits 3 while actions are pending. Without errors: 0.
+#[test]
+fn errors_reported_without_a_failed_action_exit_1() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    // A store whose state.json the app cannot read: kept, and the error names the file.
+    let store = s.join("odd/runtime");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("owner.json"), r#"{"owner_id":"o"}"#).unwrap();
+    std::fs::write(store.join("state.json"), r#"{"schema_version":2}"#).unwrap();
+    std::fs::write(store.join("runtime-process.owner.lock"), "").unwrap();
+    let repair = |extra: &[&str]| {
+        let mut args = vec!["sessions", "repair", "--json", "--sessions-dir"];
+        let dir = s_arg(&s);
+        args.push(&dir);
+        args.extend(extra);
+        let out = doctor(&args);
+        (out.exit_code(), out.json())
+    };
+    let errors_name_the_state = |report: &Value| {
+        report["summary"]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.to_string().contains("odd/runtime/state.json"))
+    };
+
+    let (code, dry) = repair(&["--dry-run"]);
+    assert!(errors_name_the_state(&dry), "{dry:#}");
+    assert!(!dry["plan"]["actions"].as_array().unwrap().is_empty());
+    assert_eq!(code, 1, "a dry run that reports an error: {dry:#}");
+    let (code, _) = repair(&["--dry-run", "--check"]);
+    assert_eq!(code, 3, "--check: actions are pending");
+
+    let (code, real) = repair(&[]);
+    assert!(errors_name_the_state(&real), "{real:#}");
+    let outcomes = real["outcomes"].as_array().unwrap();
+    assert!(
+        !outcomes.is_empty() && outcomes.iter().all(|o| o["outcome"] == "applied"),
+        "every action applied: {real:#}"
+    );
+    assert_eq!(code, 1, "a real run that reports an error: {real:#}");
+
+    let (code, again) = repair(&[]);
+    assert!(again["plan"]["actions"].as_array().unwrap().is_empty());
+    assert!(errors_name_the_state(&again), "{again:#}");
+    assert_eq!(
+        code, 1,
+        "nothing to do, the error still reported: {again:#}"
+    );
+    let (code, _) = repair(&["--dry-run", "--check"]);
+    assert_eq!(code, 1, "--check with nothing pending: the error decides");
+
+    std::fs::write(
+        store.join("state.json"),
+        r#"{"schema_version":2,"next_seq":1}"#,
+    )
+    .unwrap();
+    let (code, clean) = repair(&["--dry-run"]);
+    assert_eq!(
+        clean["summary"]["errors"],
+        serde_json::json!([]),
+        "{clean:#}"
+    );
+    assert_eq!(code, 0, "no error: done");
+}
