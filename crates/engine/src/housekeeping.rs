@@ -20,7 +20,7 @@ pub const CODE: &str = "doctor";
 /// Their name.
 pub const NAME: &str = "interrupted-write";
 /// Their reason.
-pub const REASON: &str = "temporary file of an interrupted write, its writer gone: set aside";
+pub const REASON: &str = "named like the temporary file of an interrupted write, its writer gone";
 
 /// The action housekeeping plans: a set-aside of a temporary file.
 pub const ACTION: Action = Action::SetAside {

@@ -16,8 +16,7 @@ use crate::format::OutputFormat;
 const AFTER_HELP: &str = "\
 Exit codes:
   0   done (a dry run: planned and printed)
-  1   the run failed: an action failed, a receipt could not be written, a guard held a rule back,
-      or (sessions repair, apply) an error was reported
+  1   the run failed: an action failed, a receipt could not be written, or a guard held a rule back
   2   usage error: bad flags, a missing directory or plan file, not a session store
   3   --check: actions are pending or deferred
   75  another doctor run holds the lock; nothing was written

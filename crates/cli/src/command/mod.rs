@@ -266,21 +266,16 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
 }
 
 /// 1 when an action failed (it was tried and could not be done), something failed after the
-/// actions were applied (the report is printed all the same), a guard held a rule back, or the
-/// report names any error (`summary.errors`), dry or real: part of S could not be judged and
-/// was kept, and a script must see it even when every planned action was applied; 0
-/// otherwise (docs/decisions.md, "Issue 21: exit code when errors were reported").
+/// actions were applied (the report is printed all the same), or a guard held a rule back; 0
+/// otherwise. Errors the run worked around (a file it could not read, kept; a file that went
+/// away while it looked) are reported, dry or real, and do not fail it: cli.md's 1 is "an
+/// error it could not work around" (docs/decisions.md, "Issue 21: ... exit codes").
 fn exit_of(report: &crate::RepairReport) -> u8 {
     let failed = report
         .outcomes
         .iter()
         .any(|o| o.outcome == plan::OutcomeKind::Failed);
-    u8::from(
-        failed
-            || report.late_failure
-            || report.mass_set_aside_refused
-            || !report.summary.errors.is_empty(),
-    )
+    u8::from(failed || report.late_failure || report.mass_set_aside_refused)
 }
 
 /// 1 when a restore or purge action failed, a receipt could not be written, or a restore

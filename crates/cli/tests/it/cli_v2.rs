@@ -695,12 +695,12 @@ fn json_lines_streams_progress_actions_and_the_summary() {
     assert_eq!(types.last(), Some(&"summary"));
 }
 
-/// Issue 21 (docs/decisions.md, "Issue 21: exit code when errors were reported"): a repair or
-/// an apply that reports an error exits 1, dry or real, even when every action it planned was
-/// applied and when it planned none: part of S could not be judged and was kept, and a script
-/// must see it. `--check` still exits 3 while actions are pending. Without errors: 0.
+/// Issue 21 (docs/decisions.md, "Issue 21: ... exit codes"): errors the run worked around (a
+/// store whose `state.json` the app cannot read, kept) are reported, in JSON and as `error:`
+/// lines, and exit 0, dry or real, with actions applied or none planned: cli.md's 1 is "an
+/// error it could not work around". `--check` exits 3 while actions are pending, 0 after.
 #[test]
-fn errors_reported_without_a_failed_action_exit_1() {
+fn errors_the_run_worked_around_are_reported_and_exit_0() {
     let (_tmp, s) = demo_with_old_artifacts();
     // A store whose state.json the app cannot read: kept, and the error names the file.
     let store = s.join("odd/runtime");
@@ -708,10 +708,9 @@ fn errors_reported_without_a_failed_action_exit_1() {
     std::fs::write(store.join("owner.json"), r#"{"owner_id":"o"}"#).unwrap();
     std::fs::write(store.join("state.json"), r#"{"schema_version":2}"#).unwrap();
     std::fs::write(store.join("runtime-process.owner.lock"), "").unwrap();
+    let dir = s_arg(&s);
     let repair = |extra: &[&str]| {
-        let mut args = vec!["sessions", "repair", "--json", "--sessions-dir"];
-        let dir = s_arg(&s);
-        args.push(&dir);
+        let mut args = vec!["sessions", "repair", "--json", "--sessions-dir", &dir];
         args.extend(extra);
         let out = doctor(&args);
         (out.exit_code(), out.json())
@@ -727,9 +726,19 @@ fn errors_reported_without_a_failed_action_exit_1() {
     let (code, dry) = repair(&["--dry-run"]);
     assert!(errors_name_the_state(&dry), "{dry:#}");
     assert!(!dry["plan"]["actions"].as_array().unwrap().is_empty());
-    assert_eq!(code, 1, "a dry run that reports an error: {dry:#}");
+    assert_eq!(code, 0, "a dry run that worked around an error: {dry:#}");
     let (code, _) = repair(&["--dry-run", "--check"]);
     assert_eq!(code, 3, "--check: actions are pending");
+    let human = doctor(&["sessions", "repair", "--dry-run", "--sessions-dir", &dir]);
+    assert!(
+        human
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("error:") && l.contains("odd/runtime/state.json")),
+        "the error is said: {}",
+        human.said()
+    );
+    assert_eq!(human.exit_code(), 0);
 
     let (code, real) = repair(&[]);
     assert!(errors_name_the_state(&real), "{real:#}");
@@ -738,28 +747,15 @@ fn errors_reported_without_a_failed_action_exit_1() {
         !outcomes.is_empty() && outcomes.iter().all(|o| o["outcome"] == "applied"),
         "every action applied: {real:#}"
     );
-    assert_eq!(code, 1, "a real run that reports an error: {real:#}");
+    assert_eq!(code, 0, "a real run that worked around an error: {real:#}");
 
     let (code, again) = repair(&[]);
     assert!(again["plan"]["actions"].as_array().unwrap().is_empty());
     assert!(errors_name_the_state(&again), "{again:#}");
     assert_eq!(
-        code, 1,
+        code, 0,
         "nothing to do, the error still reported: {again:#}"
     );
     let (code, _) = repair(&["--dry-run", "--check"]);
-    assert_eq!(code, 1, "--check with nothing pending: the error decides");
-
-    std::fs::write(
-        store.join("state.json"),
-        r#"{"schema_version":2,"next_seq":1}"#,
-    )
-    .unwrap();
-    let (code, clean) = repair(&["--dry-run"]);
-    assert_eq!(
-        clean["summary"]["errors"],
-        serde_json::json!([]),
-        "{clean:#}"
-    );
-    assert_eq!(code, 0, "no error: done");
+    assert_eq!(code, 0, "--check with nothing pending");
 }
