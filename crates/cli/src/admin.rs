@@ -34,7 +34,7 @@ fn run_admin(
     let Some(lock) = exec::acquire_reconcile_lock(&root)? else {
         return Err(Error::Busy(dir.join(store::ids::RECONCILE_LOCK)));
     };
-    // A restore killed while it wrote a record left that write's temporary file: its removal
+    // A restore killed while it wrote a record left that write's temporary file: its set-aside
     // heads the plan, applied and receipted like every action.
     let planned = plan(&root)?;
     let mut applied = exec::execute(

@@ -37,8 +37,8 @@ pub struct RepairReport {
     pub ignored: Vec<String>,
     /// Bindings that bind nothing the doctor may act on.
     pub unusable_bindings: Vec<refset::UnusableBinding>,
-    /// The paths of the plan's housekeeping actions (temporary files of interrupted doctor
-    /// writes): all of them in a dry run, the applied ones in a real run.
+    /// The paths of the plan's housekeeping actions (files named like temporary files of
+    /// interrupted writes, set aside): all of them in a dry run, the applied ones in a real run.
     pub interrupted_writes: Vec<String>,
     #[serde(skip)]
     ignored_why: Vec<(String, &'static str)>,
@@ -413,9 +413,9 @@ pub struct AdminReport {
     pub skipped: Vec<Skipped>,
     /// Counts (planned for a dry run, done for a real run).
     pub summary: AdminSummary,
-    /// The paths of the plan's housekeeping actions (temporary files of interrupted doctor
-    /// writes in `.reconcile/` and, for a restore, next to the records it rewrites): all of them
-    /// in a dry run, the applied ones in a real run.
+    /// The paths of the plan's housekeeping actions (files named like temporary files of
+    /// interrupted writes, set aside, in `.reconcile/` and, for a restore, next to the records
+    /// it rewrites): all of them in a dry run, the applied ones in a real run.
     pub interrupted_writes: Vec<String>,
     /// A receipt or a cleanup could not be done: the run exits 1.
     #[serde(skip)]
@@ -454,7 +454,7 @@ impl AdminReport {
         let mut documents_kept = planned.documents_kept;
         for a in &planned.plan.actions {
             // Housekeeping is shown by its own lines and `interrupted_writes`, not counted.
-            if a.rule == engine::housekeeping::CODE {
+            if engine::housekeeping::accepts(a) {
                 continue;
             }
             let done = dry_run
@@ -644,12 +644,12 @@ impl View for AdminReport {
     }
 }
 
-/// The temporary files of interrupted doctor writes a plan removes: all of its housekeeping
-/// actions for a dry run (`outcomes` is `None`), the applied ones for a real run.
+/// The temporary files of interrupted writes a plan sets aside: all of its housekeeping actions
+/// for a dry run (`outcomes` is `None`), the applied ones for a real run.
 fn interrupted_writes(actions: &[PlannedAction], outcomes: Option<&Vec<Outcome>>) -> Vec<String> {
     actions
         .iter()
-        .filter(|a| a.action == plan::Action::RemoveTemp)
+        .filter(|a| engine::housekeeping::accepts(a))
         .filter(|a| {
             outcomes.is_none_or(|os| {
                 os.iter()

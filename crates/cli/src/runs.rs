@@ -206,6 +206,7 @@ fn kind_words(kind: Option<ItemKind>) -> &'static str {
         Some(ItemKind::RuntimeStore) => "runtime store",
         Some(ItemKind::Directory) => "directory",
         Some(ItemKind::PreviousVersion) => "previous version",
+        Some(ItemKind::TemporaryFile) => "temporary file",
         None => "-",
     }
 }

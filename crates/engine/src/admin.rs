@@ -75,7 +75,7 @@ impl AdminPlan {
         self.plan.actions.push(action);
     }
 
-    /// Plans, at the head of the plan, the removal of the temporary files of interrupted doctor
+    /// Plans, at the head of the plan, the set-aside of the temporary files of interrupted
     /// writes: those in `.reconcile/` and those beside the records this plan rewrites.
     fn with_housekeeping(mut self, root: &Root) -> AdminPlan {
         let candidates = self.interrupted_writes(root);
@@ -464,7 +464,14 @@ fn item_of(
             .iter()
             .any(|d| p == *d || p.starts_with(&format!("{d}/")))
     };
-    if own(&rel_original) {
+    // The one item that goes back into the doctor's own directories: a temporary file of an
+    // interrupted write in `.reconcile/` that housekeeping set aside (its own line, its kind,
+    // a place housekeeping takes such files from).
+    let own_temporary = writer == Writer::Doctor
+        && kind == Some(ItemKind::TemporaryFile)
+        && rel_original.starts_with(&format!("{RECONCILE_DIR}/"))
+        && crate::housekeeping::is_temp_place(&rel_original);
+    if own(&rel_original) && !own_temporary {
         return Err(refuse(format!(
             "original {original} is inside the doctor's own directories: refused"
         )));

@@ -1,13 +1,16 @@
-//! Housekeeping planned like any other action: the removal of the temporary files that
-//! interrupted atomic writes of earlier doctor runs left (`.<name>.doctor-tmp-<pid>-<n>`).
-//! They are the doctor's own incomplete copies, never session data. Each removal is a
-//! `remove_temp` action of the pseudo-rule `doctor` (`interrupted-write`), with the file's
-//! digest as its precondition, at the head of the plan and outside the bound.
+//! Housekeeping planned like any other action: the files named like the temporary files of
+//! interrupted atomic writes (`.<name>.doctor-tmp-<pid>-<n>`) whose writer is gone. Such a file
+//! may be an earlier doctor run's incomplete copy, but also a host's newest complete save (a host
+//! writing with the same library that died between fsync and rename) or anyone's file, so it is
+//! never deleted: each is set aside like any other item (`set_aside` of kind `temporary_file`,
+//! pseudo-rule `doctor`, `interrupted-write`), with the file's digest as its precondition, a
+//! manifest line and a receipt, at the head of the plan and outside the bound; a restore puts it
+//! back.
 
 use std::path::Path;
 
 use fsroot::{EntryKind, Problem, Root};
-use plan::{Action, Plan, PlannedAction, Precondition};
+use plan::{Action, ItemKind, Plan, PlannedAction, Precondition};
 use store::ids::{OWNER_LOCK, RECONCILE_DIR};
 
 use crate::judge::{lease_held, lock_is_free};
@@ -17,13 +20,23 @@ pub const CODE: &str = "doctor";
 /// Their name.
 pub const NAME: &str = "interrupted-write";
 /// Their reason.
-pub const REASON: &str = "temporary file of an interrupted doctor write";
+pub const REASON: &str = "named like the temporary file of an interrupted write, its writer gone";
 
-/// Whether `a` is a housekeeping action of the one shape it has: a `remove_temp`, under the
-/// housekeeping code, of a path where the doctor's atomic writes leave temporary files
-/// ([`is_temp_place`]).
+/// The action housekeeping plans: a set-aside of a temporary file.
+pub const ACTION: Action = Action::SetAside {
+    kind: ItemKind::TemporaryFile,
+};
+
+/// Whether `a` is a housekeeping action of the one shape it has: a set-aside of kind
+/// `temporary_file`, under the housekeeping code, of a path where the doctor's atomic writes
+/// leave temporary files ([`is_temp_place`]).
 pub fn accepts(a: &PlannedAction) -> bool {
-    a.rule == CODE && a.action == Action::RemoveTemp && is_temp_place(&a.path)
+    a.rule == CODE && is_housekeeping(&a.action) && is_temp_place(&a.path)
+}
+
+/// Whether `action` is the one kind of action housekeeping plans.
+pub fn is_housekeeping(action: &Action) -> bool {
+    *action == ACTION
 }
 
 /// Whether `path` (relative to S) is a place where the doctor's atomic writes leave temporary
@@ -59,11 +72,11 @@ pub fn is_temp_place(path: &str) -> bool {
     }
 }
 
-/// The temporary files a real run removes: `candidates` (those the scan found, in S and in
+/// The temporary files a real run sets aside: `candidates` (those the scan found, in S and in
 /// threads directories, or those beside the records a restore rewrites) plus any in
 /// `.reconcile/`, except this process's own, those inside a store another process holds, and
 /// those of a live session. Each is planned with its digest. Reads only, so a dry run lists
-/// exactly what a real run removes. A `.reconcile/` that cannot be listed (other than missing)
+/// exactly what a real run sets aside. A `.reconcile/` that cannot be listed (other than missing)
 /// or a file that cannot be digested is reported in `errors`, never passed over in silence.
 pub fn plan_interrupted_writes(
     root: &Root,
@@ -106,7 +119,7 @@ pub fn plan_interrupted_writes(
             seq: 0,
             rule: CODE.to_owned(),
             rule_name: NAME.to_owned(),
-            action: Action::RemoveTemp,
+            action: ACTION,
             path,
             reason: REASON.to_owned(),
             precondition: Precondition::File {
@@ -208,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn each_removal_is_planned_with_the_files_digest_and_heads_the_plan() {
+    fn each_set_aside_is_planned_with_the_files_digest_and_heads_the_plan() {
         let tmp = tempfile::tempdir().unwrap();
         let temp = ".a.json.doctor-tmp-9999999-0";
         write(tmp.path(), temp, b"half a document");
@@ -232,6 +245,13 @@ mod tests {
             }
         );
         assert!(planned.iter().all(accepts), "{planned:?}");
+        assert!(
+            planned.iter().all(|a| a.action
+                == Action::SetAside {
+                    kind: ItemKind::TemporaryFile
+                }),
+            "never a deletion: {planned:?}"
+        );
 
         let mut plan = Plan {
             actions: vec![PlannedAction {

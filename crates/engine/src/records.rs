@@ -91,7 +91,7 @@ impl ManifestLine {
                 line.sha256 = None;
                 line.tree_blake3 = Some(tree_blake3.clone());
                 line.bytes = *bytes;
-                if line.kind == ItemKind::Document {
+                if matches!(line.kind, ItemKind::Document | ItemKind::TemporaryFile) {
                     line.kind = ItemKind::Directory;
                 }
             }
@@ -309,6 +309,8 @@ mod tests {
             (PreviousVersion, true, false, 3)
         );
         assert_eq!(got(Document, &tree), (Directory, false, true, 5));
+        assert_eq!(got(TemporaryFile, &tree), (Directory, false, true, 5));
+        assert_eq!(got(TemporaryFile, &file), (TemporaryFile, true, false, 3));
         assert_eq!(got(Directory, &tree), (Directory, false, true, 5));
         assert_eq!(got(RuntimeStore, &tree), (RuntimeStore, false, true, 5));
     }

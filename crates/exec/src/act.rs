@@ -521,27 +521,9 @@ impl Act<'_> {
     }
 
     /// Whether the session directory `dir` may be removed once empty: the same rule as R2's
-    /// planned `remove_empty_dir` (no document or checkpoint of that id, no live lease).
+    /// planned `remove_empty_dir` (store-format.md, Version 2: an empty directory holds no data,
+    /// whether or not its session has a document or a checkpoint); only a live lease keeps it.
     fn session_dir_may_go(&self, dir: &str) -> Result<bool, Refusal> {
-        // A document: any entry named `<dir>.json` (the planner counts non-regular ones as
-        // taken too). A checkpoint: a regular file of a checkpoint id, as the scan finds one.
-        if self
-            .root
-            .stat(Path::new(&format!("{dir}.json")))
-            .map_err(fail)?
-            .is_some()
-        {
-            return Ok(false);
-        }
-        if !store::ids::RESERVED_CHECKPOINT_IDS.contains(&dir) {
-            let checkpoint = self
-                .root
-                .stat(Path::new(&format!("checkpoints/{dir}.json")))
-                .map_err(fail)?;
-            if checkpoint.is_some_and(|s| s.kind == fsroot::EntryKind::File) {
-                return Ok(false);
-            }
-        }
         Ok(!self.lease_held(dir)?)
     }
 
@@ -553,28 +535,13 @@ impl Act<'_> {
     /// empty, so nothing that appeared since planning is lost).
     pub fn remove_empty_dir(&self) -> Result<Extra, Refusal> {
         if !self.session_dir_may_go(&self.action.path)? {
-            return Err(Refusal::Skip(
-                "changed since planned: the session has a document or is live".into(),
-            ));
+            return Err(Refusal::Skip("session is live".into()));
         }
         match self.root.remove_empty_dir(Path::new(&self.action.path)) {
             Ok(true) => Ok(Extra::new()),
             Ok(false) => Err(Refusal::Skip("changed since planned: not empty".into())),
             Err(e) => Err(fail(e)),
         }
-    }
-
-    /// Removes a temporary file an interrupted doctor write left, through the one delete seam;
-    /// its digest was checked just before. The bytes freed go into the receipt.
-    pub fn remove_temp(&self) -> Result<Extra, Refusal> {
-        let freed = self
-            .root
-            .remove_file(Path::new(&self.action.path))
-            .map_err(fail)?;
-        Ok(Extra::from_iter([(
-            "bytes_freed".to_owned(),
-            Value::from(freed),
-        )]))
     }
 
     /// Deletes a whole set-aside run through the one delete seam (`--purge-set-aside`),

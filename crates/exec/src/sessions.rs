@@ -162,7 +162,6 @@ impl Target for SessionsTarget<'_> {
             Action::RemoveEmptyDir => cx.remove_empty_dir(),
             Action::Restore { kind, from } => cx.restore(*kind, from),
             Action::Purge => cx.purge(step),
-            Action::RemoveTemp => cx.remove_temp(),
             Action::ReclaimDir { .. } => Err(Refusal::Fail(format!(
                 "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
                 a.path
@@ -190,7 +189,7 @@ impl Target for SessionsTarget<'_> {
 /// The session an action's item belongs to: the stem of `<id>.json` or the first component
 /// (for a temporary file in S itself, the document it was writing).
 fn session_of(a: &PlannedAction) -> String {
-    if a.action == Action::RemoveTemp {
+    if housekeeping::is_housekeeping(&a.action) {
         return housekeeping::session_of_temp(&a.path);
     }
     // The finish of a store move: the session is the store's, where it still is.
@@ -220,7 +219,9 @@ fn store_of(a: &PlannedAction) -> Option<&str> {
         Action::UnbindThread | Action::RecoverThread { .. } | Action::BindThread { .. } => {
             thread_store()
         }
-        Action::RemoveTemp => housekeeping::store_of_temp(&a.path),
+        Action::SetAside {
+            kind: ItemKind::TemporaryFile,
+        } => housekeeping::store_of_temp(&a.path),
         _ => None,
     }
 }

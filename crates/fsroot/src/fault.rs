@@ -11,9 +11,17 @@
 //! `DOCTOR_FAULT_TRACE=1` prints every mutation with its number, so a test can find the number
 //! of the one it wants to fail, stop or pause at.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+/// One line on stderr; a line stderr does not take (its reader gone) is dropped, never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 static MUTATIONS: AtomicU64 = AtomicU64::new(0);
 
@@ -50,13 +58,13 @@ fn fault_at() -> Option<FaultAt> {
 }
 
 fn pause(n: u64, described: &str) {
-    eprintln!("doctor: fault point: paused before mutation {n} ({described})");
+    say!("doctor: fault point: paused before mutation {n} ({described})");
     let mut line = String::new();
     let _ = std::io::stdin().read_line(&mut line);
 }
 
 fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
-    eprintln!(
+    say!(
         "doctor: fault point: stopped {when} mutation {n} ({what} {})",
         path.display()
     );
@@ -114,7 +122,7 @@ pub(crate) fn mutation<T>(
 ) -> std::io::Result<T> {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;
     if trace() {
-        eprintln!(
+        say!(
             "doctor: fault point: mutation {n} ({what} {})",
             path.display()
         );
@@ -125,7 +133,7 @@ pub(crate) fn mutation<T>(
         Some(When::Before) => stop(n, "before", what, path),
         Some(When::Pause) => pause(n, &format!("{what} {}", path.display())),
         Some(When::Fail) => {
-            eprintln!(
+            say!(
                 "doctor: fault point: failed mutation {n} ({what} {})",
                 path.display()
             );

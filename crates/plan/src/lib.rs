@@ -27,8 +27,9 @@ pub enum ActionKind {
     Restore,
     /// Delete a whole set-aside run.
     Purge,
-    /// Remove a temporary file an interrupted doctor write left (housekeeping of a real run;
-    /// never planned by a rule).
+    /// Only in receipts of versions before issue 21, which deleted the temporary files of
+    /// interrupted writes: read so those receipts still parse, never planned (a plan naming it
+    /// is refused). Such files are now set aside ([`ItemKind::TemporaryFile`]).
     RemoveTemp,
     /// Remove an empty session directory (`rmdir`: it holds no data), such as one a set-aside
     /// left empty when a kill came before its removal.
@@ -79,6 +80,9 @@ pub enum ItemKind {
     Directory,
     /// The bytes a thread record had before its first rewrite in a run.
     PreviousVersion,
+    /// A file named like the temporary file of an interrupted atomic write
+    /// (`.<target>.doctor-tmp-<pid>-<n>`), set aside by housekeeping (pseudo-rule `doctor`).
+    TemporaryFile,
 }
 
 /// What an action expects to find, checked immediately before it is applied.
@@ -136,8 +140,6 @@ pub enum Action {
     },
     /// Delete a whole set-aside run.
     Purge,
-    /// Remove a temporary file an interrupted doctor write left.
-    RemoveTemp,
     /// Remove an empty session directory.
     RemoveEmptyDir,
 }
@@ -153,7 +155,6 @@ impl Action {
             Action::ReclaimDir { .. } => ActionKind::ReclaimDir,
             Action::Restore { .. } => ActionKind::Restore,
             Action::Purge => ActionKind::Purge,
-            Action::RemoveTemp => ActionKind::RemoveTemp,
             Action::RemoveEmptyDir => ActionKind::RemoveEmptyDir,
         }
     }

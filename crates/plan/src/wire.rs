@@ -71,7 +71,13 @@ impl TryFrom<Action> for crate::PlannedAction {
             (ActionKind::ReclaimDir, None, None, None, Some(root)) => A::ReclaimDir { root },
             (ActionKind::Restore, Some(kind), None, Some(from), None) => A::Restore { kind, from },
             (ActionKind::Purge, None, None, None, None) => A::Purge,
-            (ActionKind::RemoveTemp, None, None, None, None) => A::RemoveTemp,
+            (ActionKind::RemoveTemp, ..) => {
+                return Err(format!(
+                    "action {} (remove_temp {}): the doctor no longer deletes temporary files, \
+                     it sets them aside; make a new plan",
+                    w.seq, w.path
+                ))
+            }
             (ActionKind::RemoveEmptyDir, None, None, None, None) => A::RemoveEmptyDir,
             (kind, ..) => {
                 return Err(format!(
@@ -141,7 +147,12 @@ mod tests {
                 },
             ),
             (r#""action": "purge""#, Action::Purge),
-            (r#""action": "remove_temp""#, Action::RemoveTemp),
+            (
+                r#""action": "set_aside", "kind": "temporary_file""#,
+                Action::SetAside {
+                    kind: ItemKind::TemporaryFile,
+                },
+            ),
             (r#""action": "remove_empty_dir""#, Action::RemoveEmptyDir),
         ];
         for (fields, want) in cases {
@@ -166,6 +177,8 @@ mod tests {
             r#""action": "restore", "from": "x""#,
             r#""action": "purge", "kind": "document""#,
             r#""action": "remove_temp", "root": "/""#,
+            // Earlier versions deleted temporary files: such a plan is refused, never applied.
+            r#""action": "remove_temp""#,
         ] {
             let err = parse(fields).expect_err(fields);
             assert!(err.contains("action 3"), "{fields}: {err}");

@@ -246,7 +246,10 @@ pub fn scan_watched(
 
 /// Finds which session-directory ids a document's text names: a UUID-shaped id in any case,
 /// any other id as a substring (the app's rule, codewhale-format.md §9.7 step 6; it errs toward
-/// keeping). UUIDs are found by their shape: every 36-byte window whose ninth byte is a hyphen
+/// keeping), except a substring strictly inside a digest-like token ([`digest_spans`]): hex
+/// digests and UUIDs are names of bytes, not text that names a session, and matching inside
+/// them made a rerun after a kill keep a directory the uninterrupted run set aside (the
+/// digests of a document R3 wrote in the killed run; issue 21). UUIDs are found by their shape: every 36-byte window whose ninth byte is a hyphen
 /// is checked against the 8-4-4-4-12 pattern and looked up as 128 bits, so the cost is one pass
 /// over the text whatever the number of ids. Other ids, usually few, go through one
 /// Aho-Corasick automaton.
@@ -325,14 +328,60 @@ impl NameMatcher {
         }
         if let Some((ac, pats)) = &self.others {
             let mut seen = HashSet::new();
+            // Computed at the first match only: most documents name no other id at all.
+            let mut spans: Option<Vec<(usize, usize)>> = None;
             for m in ac.find_overlapping_iter(text) {
-                if seen.insert(m.pattern()) {
-                    out.insert(pats[m.pattern().as_usize()].clone());
+                if seen.contains(&m.pattern()) {
+                    continue;
                 }
+                let spans = spans.get_or_insert_with(|| digest_spans(text));
+                if inside_a_digest(spans, m.start(), m.end()) {
+                    continue;
+                }
+                seen.insert(m.pattern());
+                out.insert(pats[m.pattern().as_usize()].clone());
             }
         }
         out
     }
+}
+
+/// The shortest run of hex digits taken for a digest: an MD5 in hex (SHA-256 and BLAKE3 are 64).
+const DIGEST_MIN_HEX: usize = 32;
+
+/// The digest-like tokens of `text`, as sorted, disjoint `[start, end)` spans: every maximal
+/// run of at least [`DIGEST_MIN_HEX`] ASCII hex digits, and every UUID-shaped window
+/// (`8-4-4-4-12` hex digits, any case) whose first group is a whole run of hex digits.
+fn digest_spans(text: &[u8]) -> Vec<(usize, usize)> {
+    let hex = |c: u8| c.is_ascii_hexdigit();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if !hex(text[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len() && hex(text[i]) {
+            i += 1;
+        }
+        if i - start >= DIGEST_MIN_HEX {
+            spans.push((start, i));
+        } else if i - start == 8 && text.get(start..start + 36).and_then(uuid_bits).is_some() {
+            spans.push((start, start + 36));
+            i = start + 36;
+        }
+    }
+    spans
+}
+
+/// Whether `[start, end)` lies inside one span of `spans` without being all of it: a name
+/// that is a whole digest-like token still counts.
+fn inside_a_digest(spans: &[(usize, usize)], start: usize, end: usize) -> bool {
+    let at = spans.partition_point(|&(_, e)| e <= start);
+    spans
+        .get(at)
+        .is_some_and(|&(s, e)| s <= start && end <= e && (s, e) != (start, end))
 }
 
 /// Why-marker of a doctor temp file left by an interrupted atomic write.
@@ -1406,6 +1455,34 @@ mod tests {
         assert!(m
             .named(b"0f8fad5b-d9cb-469f-a165-70867728950 0f8fad5b-d9cb-469f-a165_70867728950e")
             .is_empty());
+    }
+
+    /// Issue 21: a non-UUID id inside a hex digest or a UUID is not a name (a document R3 wrote
+    /// in a killed run must not keep what the uninterrupted run set aside); the same id as
+    /// text, or an id that is a whole digest-like token, still is.
+    #[test]
+    fn other_ids_inside_digests_and_uuids_are_not_names() {
+        let sha = "5e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85";
+        let whole = "0123456789abcdef0123456789abcdef";
+        let ids: Vec<String> = ["c1c149af", "d9cb", "1", whole, "build"]
+            .map(str::to_owned)
+            .to_vec();
+        let m = NameMatcher::new(&ids);
+        let names = |text: &str| m.named(text.as_bytes()).into_iter().collect::<Vec<_>>();
+        let digests = format!(
+            r#"{{"messages_sha256":"{sha}","id":"0f8fad5b-d9cb-469f-a165-70867728950e","n":"{}"}}"#,
+            whole.to_uppercase().repeat(2)
+        );
+        assert_eq!(names(&digests), Vec::<String>::new(), "{digests}");
+        // The same ids as text name their directories.
+        assert_eq!(
+            names(&format!("{digests} see c1c149af, d9cb-2 and build 1")),
+            ["1", "build", "c1c149af", "d9cb"]
+        );
+        // A whole token, even one shaped like a digest, is a name.
+        assert_eq!(names(&format!("x {whole} y")), [whole]);
+        // A short hex run is no digest: an id inside it still counts (the app's substring rule).
+        assert_eq!(names("ref abc1c149af0"), ["1", "c1c149af"]);
     }
 
     #[test]

@@ -96,11 +96,20 @@ mod tests {
                 thread,
             ),
             // Housekeeping, under its own code.
-            action("doctor", Action::RemoveTemp, ".a.json.doctor-tmp-42-0"),
             action(
                 "doctor",
-                Action::RemoveTemp,
+                set_aside(TemporaryFile),
+                ".a.json.doctor-tmp-42-0",
+            ),
+            action(
+                "doctor",
+                set_aside(TemporaryFile),
                 "a/runtime/threads/.t.json.doctor-tmp-42-1",
+            ),
+            action(
+                "doctor",
+                set_aside(TemporaryFile),
+                ".reconcile/.last.json.doctor-tmp-42-2",
             ),
         ];
         for a in &good {
@@ -136,10 +145,16 @@ mod tests {
                 },
                 "a.json",
             ),
-            // Housekeeping removes temporary files, and nothing else, under its own code.
-            action("doctor", Action::RemoveTemp, "alpha.json"),
-            action("doctor", Action::RemoveTemp, "../.a.json.doctor-tmp-42-0"),
-            action("R1", Action::RemoveTemp, ".a.json.doctor-tmp-42-0"),
+            // Housekeeping sets temporary files aside, and nothing else, under its own code.
+            action("doctor", set_aside(TemporaryFile), "alpha.json"),
+            action(
+                "doctor",
+                set_aside(TemporaryFile),
+                "../.a.json.doctor-tmp-42-0",
+            ),
+            action("R1", set_aside(TemporaryFile), ".a.json.doctor-tmp-42-0"),
+            action("doctor", set_aside(Document), ".a.json.doctor-tmp-42-0"),
+            action("doctor", Action::Purge, ".a.json.doctor-tmp-42-0"),
             action("doctor", set_aside(Document), "torn.json"),
         ];
         for a in &bad {

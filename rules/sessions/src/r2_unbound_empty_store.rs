@@ -107,13 +107,11 @@ impl Rule<Pack> for UnboundEmptyStore {
                     effect: Effect::None,
                 });
             }
-            // A session directory a set-aside left empty (a kill came before its removal).
-            if dir.empty
-                && !cx.refs.present_documents.contains(&dir.id)
-                && !cx.inventory.checkpoints.contains(&dir.id)
-                && !cx.refs.live_sessions.contains(&dir.id)
-                && !cx.refs.names_dir(&dir.id)
-            {
+            // A session directory a set-aside left empty (a kill came before its removal), or
+            // that is empty anyway: it holds no data (store-format.md, Version 2, with no
+            // exception for a session that has a document, a checkpoint or a name). Only a live
+            // session's directory stays.
+            if dir.empty && !cx.refs.live_sessions.contains(&dir.id) {
                 out.proposals.push(Proposal {
                     action: Action::RemoveEmptyDir,
                     path: dir.path.clone(),

@@ -506,16 +506,25 @@ fn r2_keeps_a_held_store_counts_it_in_use_and_lists_it() {
     assert_eq!(skipped_why(&out), "store is in use by another process");
 }
 
+/// store-format.md, Version 2: an empty session directory holds no data and is removed, with
+/// no exception for a session that has a document, a checkpoint or a name (issue 21); only a
+/// live session's directory stays.
 #[test]
-fn r2_removes_an_empty_session_directory_unless_its_document_exists() {
-    let out = plan(
-        &UnboundEmptyStore,
-        &inventory(vec![], vec![session_dir("a", vec![])]),
-    );
-    let p = only(&out);
-    assert_eq!((&p.action, p.path.as_str()), (&Action::RemoveEmptyDir, "a"));
+fn r2_removes_an_empty_session_directory_unless_its_session_is_live() {
+    let removes_a = |inv: &Inventory| {
+        let out = plan(&UnboundEmptyStore, inv);
+        let p = only(&out);
+        assert_eq!((&p.action, p.path.as_str()), (&Action::RemoveEmptyDir, "a"));
+    };
+    removes_a(&inventory(vec![], vec![session_dir("a", vec![])]));
     let with_doc = inventory(vec![readable("a", None)], vec![session_dir("a", vec![])]);
-    nothing(&plan(&UnboundEmptyStore, &with_doc));
+    removes_a(&with_doc);
+    let mut with_checkpoint = inventory(vec![], vec![session_dir("a", vec![])]);
+    with_checkpoint.checkpoints.insert("a".into());
+    removes_a(&with_checkpoint);
+    let mut live = inventory(vec![readable("a", None)], vec![session_dir("a", vec![])]);
+    live.live_sessions.insert("a".into());
+    nothing(&plan(&UnboundEmptyStore, &live));
 }
 
 // ---- R5 orphan-artifact-dir --------------------------------------------------------------

@@ -96,7 +96,9 @@ fn clock() -> Result<Clock, String> {
 }
 
 /// Logs on stderr: `DOCTOR_LOG`, else `RUST_LOG`, else the level `-v` asks for (`warn` by
-/// default; `-v` the phases, `-vv` each action, `-vvv` everything).
+/// default; `-v` the phases, `-vv` each action, `-vvv` everything). Logs never stop a run: a
+/// line stderr does not take (its reader gone, a full disk) is dropped ([`LogWriter`]), and the
+/// subscriber never reports its own failures (it would do so with `eprintln!`, which panics).
 #[allow(clippy::disallowed_methods)]
 fn init_tracing(verbose: u8) {
     let level = match verbose {
@@ -110,8 +112,24 @@ fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| level.into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogWriter)
+        .log_internal_errors(false)
         .try_init();
+}
+
+/// Standard error for the logs: whatever stderr does not take is dropped, never an error.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 /// The sessions directory a command works on: `--sessions-dir`, else the default.
@@ -291,8 +309,9 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
 
 /// 1 when an action failed (it was tried and could not be done), something failed after the
 /// actions were applied (the report is printed all the same), or a guard held a rule back; 0
-/// otherwise. Scan errors alone do not fail a run: it went on with what it could do safely,
-/// and they are reported.
+/// otherwise. Errors the run worked around (a file it could not read, kept; a file that went
+/// away while it looked) are reported, dry or real, and do not fail it: cli.md's 1 is "an
+/// error it could not work around" (docs/decisions.md, "Issue 21: ... exit codes").
 fn exit_of(report: &crate::RepairReport) -> u8 {
     let failed = report
         .outcomes

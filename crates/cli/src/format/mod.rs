@@ -319,9 +319,9 @@ mod tests {
             1,
             engine::housekeeping::CODE,
             engine::housekeeping::NAME,
-            plan::Action::RemoveTemp,
-            ".reconcile/.tmp-1",
-            "temporary file of an interrupted write",
+            engine::housekeeping::ACTION,
+            ".reconcile/.last.json.doctor-tmp-1-0",
+            engine::housekeeping::REASON,
         ));
         let kept = [KeptItem {
             path: "x".into(),

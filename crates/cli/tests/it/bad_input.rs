@@ -549,3 +549,39 @@ fn a_closed_stdout_ends_the_run_quietly() {
         );
     }
 }
+
+/// Logs never kill a run: with `-v`, `-vv` or `-vvv` and stderr a pipe whose reader was gone
+/// before the run began, a log that cannot be written is dropped and the run ends with its own
+/// exit code (not 101, a panic), and a real run still applies its actions. The trace of the
+/// fault hooks (`DOCTOR_FAULT_TRACE=1`, a line per mutation) is dropped the same way.
+#[test]
+fn a_closed_stderr_drops_the_logs_and_the_run_goes_on() {
+    for verbose in ["-v", "-vv", "-vvv"] {
+        let (_tmp, s) = crate::common::demo_with_old_artifacts();
+        // The read end is closed before the child starts: every write to stderr fails (EPIPE).
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = crate::common::Doctor::new()
+            .args([verbose, "sessions", "repair", "--json", "--sessions-dir"])
+            .arg(&s)
+            .now(NOW)
+            .env("RUST_BACKTRACE", "1")
+            .env("DOCTOR_FAULT_TRACE", "1")
+            .command();
+        let out = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(writer)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{verbose}: {stdout}");
+        let report: Value = serde_json::from_str(&stdout).expect("the report is whole");
+        let outcomes = report["outcomes"].as_array().unwrap();
+        assert!(!outcomes.is_empty(), "{verbose}: {stdout}");
+        assert!(
+            outcomes.iter().all(|o| o["outcome"] == "applied"),
+            "{verbose}: the run applied its actions: {stdout}"
+        );
+        assert!(!s.join("zeta").exists(), "{verbose}: zeta was set aside");
+    }
+}

@@ -694,3 +694,68 @@ fn json_lines_streams_progress_actions_and_the_summary() {
     assert!(actions.iter().all(|a| a["outcome"]["outcome"] == "applied"));
     assert_eq!(types.last(), Some(&"summary"));
 }
+
+/// Issue 21 (docs/decisions.md, "Issue 21: ... exit codes"): errors the run worked around (a
+/// store whose `state.json` the app cannot read, kept) are reported, in JSON and as `error:`
+/// lines, and exit 0, dry or real, with actions applied or none planned: cli.md's 1 is "an
+/// error it could not work around". `--check` exits 3 while actions are pending, 0 after.
+#[test]
+fn errors_the_run_worked_around_are_reported_and_exit_0() {
+    let (_tmp, s) = demo_with_old_artifacts();
+    // A store whose state.json the app cannot read: kept, and the error names the file.
+    let store = s.join("odd/runtime");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("owner.json"), r#"{"owner_id":"o"}"#).unwrap();
+    std::fs::write(store.join("state.json"), r#"{"schema_version":2}"#).unwrap();
+    std::fs::write(store.join("runtime-process.owner.lock"), "").unwrap();
+    let dir = s_arg(&s);
+    let repair = |extra: &[&str]| {
+        let mut args = vec!["sessions", "repair", "--json", "--sessions-dir", &dir];
+        args.extend(extra);
+        let out = doctor(&args);
+        (out.exit_code(), out.json())
+    };
+    let errors_name_the_state = |report: &Value| {
+        report["summary"]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.to_string().contains("odd/runtime/state.json"))
+    };
+
+    let (code, dry) = repair(&["--dry-run"]);
+    assert!(errors_name_the_state(&dry), "{dry:#}");
+    assert!(!dry["plan"]["actions"].as_array().unwrap().is_empty());
+    assert_eq!(code, 0, "a dry run that worked around an error: {dry:#}");
+    let (code, _) = repair(&["--dry-run", "--check"]);
+    assert_eq!(code, 3, "--check: actions are pending");
+    let human = doctor(&["sessions", "repair", "--dry-run", "--sessions-dir", &dir]);
+    assert!(
+        human
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("error:") && l.contains("odd/runtime/state.json")),
+        "the error is said: {}",
+        human.said()
+    );
+    assert_eq!(human.exit_code(), 0);
+
+    let (code, real) = repair(&[]);
+    assert!(errors_name_the_state(&real), "{real:#}");
+    let outcomes = real["outcomes"].as_array().unwrap();
+    assert!(
+        !outcomes.is_empty() && outcomes.iter().all(|o| o["outcome"] == "applied"),
+        "every action applied: {real:#}"
+    );
+    assert_eq!(code, 0, "a real run that worked around an error: {real:#}");
+
+    let (code, again) = repair(&[]);
+    assert!(again["plan"]["actions"].as_array().unwrap().is_empty());
+    assert!(errors_name_the_state(&again), "{again:#}");
+    assert_eq!(
+        code, 0,
+        "nothing to do, the error still reported: {again:#}"
+    );
+    let (code, _) = repair(&["--dry-run", "--check"]);
+    assert_eq!(code, 0, "--check with nothing pending");
+}

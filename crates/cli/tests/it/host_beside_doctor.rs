@@ -275,8 +275,8 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
         }
     }
 
-    // The doctor acted only on sessions the host deleted or abandoned, and removed no temporary
-    // file of a kept session's writes. A kept session is a readable document bound to its
+    // The doctor acted only on sessions the host deleted or abandoned, and set aside no
+    // temporary file of a kept session's writes. A kept session is a readable document bound to its
     // store: even while it rests unheld there is nothing to repair in it, so a change the host
     // finds when it takes it again means the doctor acted on a stale view of it
     // (a_plan_made_before_the_document_was_saved_does_not_unbind_its_thread).
@@ -289,9 +289,9 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
             .entry(r["action"].as_str().unwrap().to_owned())
             .or_default() += 1;
         // A temporary file the scan saw while the host wrote it is usually renamed away by the
-        // time the run removes "it": such receipts name kept sessions without touching them.
-        // Whether a removal ever hit a write in flight, the host itself tells (`interfered`).
-        if r["action"] == "remove_temp" {
+        // time the run sets "it" aside: such receipts name kept sessions without touching them.
+        // Whether a set-aside ever hit a write in flight, the host itself tells (`interfered`).
+        if r["rule"] == "doctor" {
             continue;
         }
         assert!(
@@ -309,6 +309,10 @@ fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
     for run in set_aside_runs(&s) {
         for m in lines(&run.join("MANIFEST.jsonl")) {
             let original = m["original"].as_str().unwrap();
+            // A temporary file of a dead writer is set aside whoever's it was (see above).
+            if m["rule"] == "doctor" {
+                continue;
+            }
             assert!(
                 !kept.contains(&owner_of(original)),
                 "{original} of a kept session was set aside: {m}"

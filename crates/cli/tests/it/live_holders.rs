@@ -287,7 +287,7 @@ fn an_opener_that_locks_a_moved_lock_file_reopens_the_path() {
 }
 
 #[test]
-fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
+fn interrupted_writes_are_set_aside_only_where_nobody_holds_anything() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
     write(s, ".gone.json.doctor-tmp-9999999-0", "half a document");
@@ -320,10 +320,10 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
     assert_eq!(dry.interrupted_writes, [".gone.json.doctor-tmp-9999999-0"]);
     assert!(dry
         .render_human()
-        .contains("would remove .gone.json.doctor-tmp-9999999-0"));
+        .contains("would set aside .gone.json.doctor-tmp-9999999-0"));
     assert!(
         s.join(".gone.json.doctor-tmp-9999999-0").exists(),
-        "a dry run removes nothing"
+        "a dry run moves nothing"
     );
 
     let real = repair(s);
@@ -332,28 +332,34 @@ fn interrupted_writes_are_removed_only_where_nobody_holds_anything() {
         "dry run = real run"
     );
     assert!(!s.join(".gone.json.doctor-tmp-9999999-0").exists());
+    let run = s.join(real.summary.set_aside_path.as_deref().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(run.join(".gone.json.doctor-tmp-9999999-0")).unwrap(),
+        "half a document",
+        "set aside, never deleted"
+    );
     assert!(
         s.join(".my.doctor-tmp-notes").exists(),
-        "not one of ours: never removed"
+        "not one of ours: never moved"
     );
     assert!(
         s.join("h/runtime/threads/.t1.json.doctor-tmp-9999999-1")
             .exists(),
-        "inside a held store: never removed"
+        "inside a held store: never moved"
     );
     let receipts = std::fs::read_to_string(s.join(".reconcile/receipts.jsonl")).unwrap();
     assert!(
-        receipts.contains(r#""action":"remove_temp","path":".gone.json.doctor-tmp-9999999-0""#),
+        receipts.contains(r#""action":"set_aside","path":".gone.json.doctor-tmp-9999999-0""#),
         "{receipts}"
     );
 }
 
 /// The temporary file of an interrupted write inside the threads directory of a store nobody
-/// holds (what a doctor killed in the middle of a thread rewrite leaves) is removed by the next
-/// real run, as its dry run says: the run takes the store's owner lock itself before removing
-/// it, and that lock must not be mistaken for another holder.
+/// holds (what a doctor killed in the middle of a thread rewrite leaves) is set aside by the
+/// next real run, as its dry run says: the run takes the store's owner lock itself before
+/// moving it, and that lock must not be mistaken for another holder.
 #[test]
-fn an_interrupted_write_inside_a_free_store_is_removed() {
+fn an_interrupted_write_inside_a_free_store_is_set_aside() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
     stores::store_with_thread(s, "f/runtime", "th-f", None, 0);

@@ -444,12 +444,12 @@ fn a_restore_sets_aside_only_the_documents_its_own_run_recovered() {
     );
 }
 
-/// A restore that gives a thread record its previous bytes back first removes the temporary
-/// file an interrupted doctor write of that record left beside it, and nothing else: not the
-/// temporary file of another record, not a directory of that name. A directory it would look
-/// in that is gone is no error.
+/// A restore that gives a thread record its previous bytes back first sets aside (never
+/// deletes) the temporary file an interrupted write of that record left beside it, and nothing
+/// else: not the temporary file of another record, not a directory of that name. A directory it
+/// would look in that is gone is no error.
 #[test]
-fn a_restore_removes_the_interrupted_write_beside_a_record_it_rewrites() {
+fn a_restore_sets_aside_the_interrupted_write_beside_a_record_it_rewrites() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
     let run = recovered_sc3(&s);
@@ -468,14 +468,23 @@ fn a_restore_removes_the_interrupted_write_beside_a_record_it_rewrites() {
     );
     let first = &dry["plan"]["actions"][0];
     assert_eq!(
-        (first["action"].as_str(), first["path"].as_str()),
-        (Some("remove_temp"), Some(ours)),
+        (
+            first["action"].as_str(),
+            first["kind"].as_str(),
+            first["path"].as_str()
+        ),
+        (Some("set_aside"), Some("temporary_file"), Some(ours)),
         "{dry:#}"
     );
 
     let (code, out, stderr) = doctor(&s, &["--restore", &run]);
     assert_eq!(code, 0, "{stderr}\n{out:#}");
     assert!(!s.join(ours).exists());
+    let aside = s.join(".set-aside").join(out["run"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(aside.join(ours)).unwrap(),
+        "half a record"
+    );
     assert!(threads.join(".other.json.doctor-tmp-9999999-2").is_file());
     assert!(threads.join(".sc3.json.doctor-tmp-9999999-3").is_dir());
 
@@ -491,6 +500,93 @@ fn a_restore_removes_the_interrupted_write_beside_a_record_it_rewrites() {
         "{stderr}\n{dry:#}"
     );
     assert_eq!(dry["summary"]["errors"], serde_json::json!([]), "{dry:#}");
+}
+
+/// Issue 21: a file named like the doctor's temporary file whose writer is gone may be a host's
+/// newest complete save (a host writing with the same library died between fsync and rename),
+/// so the sessions pack never deletes it: a repair sets it aside (kind `temporary_file`, a
+/// manifest line and a receipt), in S, in a store's `threads/` and in `.reconcile/`, and a
+/// restore of that run puts each back byte for byte. The app's own temporaries (`.tmp` and six
+/// characters, platforms.md §6) are the app's: left where they are.
+#[test]
+fn a_file_named_like_an_interrupted_write_is_set_aside_and_restored_never_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::stores::write(
+        &s,
+        "alpha.json",
+        crate::stores::pretty(&crate::stores::document("alpha")),
+    );
+    crate::stores::store_with_thread(&s, "alpha/runtime", "th-a", Some("alpha"), 0);
+    let save = crate::stores::pretty(&crate::stores::document("alpha"));
+    let temps: [(&str, &[u8]); 3] = [
+        (".alpha.json.doctor-tmp-9999999-0", &save),
+        (
+            "alpha/runtime/threads/.th-a.json.doctor-tmp-9999999-1",
+            b"a thread record",
+        ),
+        (".reconcile/.last.json.doctor-tmp-9999999-2", b"{\"half\":"),
+    ];
+    for (path, bytes) in temps {
+        crate::stores::write(&s, path, bytes);
+    }
+    let app_temps = [".tmpAb12Cd", "alpha/runtime/threads/.tmpXy34Zw"];
+    for path in app_temps {
+        crate::stores::write(&s, path, b"the app's");
+    }
+    let before = tree(&s);
+
+    let (code, dry, stderr) = doctor(&s, &["--repair-sessions", "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}\n{dry:#}");
+    let (code, out, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(out["plan"], dry["plan"], "dry run = real run");
+    let mut want: Vec<&str> = temps.iter().map(|(p, _)| *p).collect();
+    want.sort();
+    assert_eq!(
+        out["interrupted_writes"],
+        serde_json::json!(want),
+        "{out:#}"
+    );
+    let run = out["run"].as_str().unwrap();
+    let aside = s.join(".set-aside").join(run);
+    for (path, bytes) in temps {
+        assert!(!s.join(path).exists(), "{path} moved");
+        assert_eq!(std::fs::read(aside.join(path)).unwrap(), bytes, "{path}");
+    }
+    for path in app_temps {
+        assert_eq!(std::fs::read(s.join(path)).unwrap(), b"the app's", "{path}");
+    }
+    let manifest = std::fs::read_to_string(aside.join("MANIFEST.jsonl")).unwrap();
+    let lines: Vec<Value> = manifest
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), temps.len(), "{manifest}");
+    for l in &lines {
+        assert_eq!(
+            (&l["rule"], &l["kind"]),
+            (&"doctor".into(), &"temporary_file".into())
+        );
+    }
+    let receipts = std::fs::read_to_string(s.join(".reconcile/receipts.jsonl")).unwrap();
+    for (path, _) in temps {
+        assert!(
+            receipts.contains(&format!(
+                r#""action":"set_aside","path":"{path}","outcome":"applied""#
+            )),
+            "{path}: {receipts}"
+        );
+    }
+
+    let (code, back, stderr) = doctor(&s, &["--restore", run]);
+    assert_eq!(code, 0, "{stderr}\n{back:#}");
+    assert_admin_valid(&back);
+    let after = tree(&s);
+    for path in temps.iter().map(|(p, _)| *p).chain(app_temps) {
+        let (was, is) = (before.get(Path::new(path)), after.get(Path::new(path)));
+        assert!(was.is_some() && is == was, "{path} is back as it was");
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //!
 //! - `malformed_records.rs` (c01-c09): malformed thread records, turns, items and store files;
 //!   documents 500 levels deep, of 100 MB, and a sparse 64 GiB one;
-//! - `names.rs` (c10-c13): names that are not UTF-8 below the top level;
+//! - `names.rs` (c10-c13, c91): names that are not UTF-8 below the top level; an id inside a
+//!   recovered document's digest, which names nothing;
 //! - `permissions.rs` (c14-c16, c48, c56, c68): permission-denied files and directories, private
 //!   records, unreadable documents and checkpoints that may bind a store;
 //! - `symlinks.rs` (c17-c25, c67): loops, and links out of S in place of a session directory, a

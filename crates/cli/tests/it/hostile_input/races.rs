@@ -139,8 +139,8 @@ fn two_interrupted_writes() -> (Case, &'static str, &'static str) {
 }
 
 /// Two temporary files of interrupted doctor writes, in two free stores: the dry run lists
-/// both. While the real run removes the first, a host takes the second store's owner lock: the
-/// second is left and its skip receipted, never removed under a live host, never silently.
+/// both. While the real run sets the first aside, a host takes the second store's owner lock:
+/// the second is left and its skip receipted, never moved under a live host, never silently.
 #[test]
 fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() {
     let (c, temp_a, temp_b) = two_interrupted_writes();
@@ -148,7 +148,7 @@ fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() 
     let mut holder = None;
     let (code, stdout, stderr) = paused(
         &["--repair-sessions", "--json", "--sessions-dir", &s],
-        &format!("delete {temp_a}"),
+        &format!("move {temp_a}"),
         || {
             holder = Some(common::Holder::spawn(&[c
                 .s
@@ -159,7 +159,12 @@ fn c53_an_interrupted_write_whose_store_became_live_is_skipped_with_a_receipt() 
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["interrupted_writes"], json!([temp_a]), "{report:#}");
     assert!(!c.s.join(temp_a).exists());
-    assert!(c.s.join(temp_b).exists(), "never removed under a live host");
+    let run = report["run"].as_str().unwrap();
+    assert!(
+        c.s.join(".set-aside").join(run).join(temp_a).is_file(),
+        "set aside, never deleted"
+    );
+    assert!(c.s.join(temp_b).exists(), "never moved under a live host");
     let receipts = std::fs::read_to_string(c.s.join(".reconcile/receipts.jsonl")).unwrap();
     let skip = receipts
         .lines()
@@ -401,16 +406,17 @@ fn c65_a_symlink_renamed_in_during_a_set_aside_is_put_back() {
     assert_eq!(purge["skipped"], json!([]), "{purge:#}");
 }
 
-/// Two temporary files of interrupted doctor writes (as in c53). While the real run removes
-/// the first, the second is replaced by a directory holding a file: the removal takes regular
-/// files only, so the directory and its file survive, and its receipt is not "applied".
+/// Two temporary files of interrupted doctor writes (as in c53). While the real run sets the
+/// first aside, the second is replaced by a directory holding a file: its digest no longer
+/// matches, so the directory and its file stay where they are, and its receipt is not
+/// "applied" (nothing is ever deleted).
 #[test]
 fn c66_a_directory_swapped_in_at_a_temporary_files_name_is_never_deleted() {
     let (c, temp_a, temp_b) = two_interrupted_writes();
     let s = c.s.to_string_lossy().into_owned();
     let (code, stdout, stderr) = paused(
         &["--repair-sessions", "--json", "--sessions-dir", &s],
-        &format!("delete {temp_a}"),
+        &format!("move {temp_a}"),
         || {
             std::fs::remove_file(c.s.join(temp_b)).unwrap();
             std::fs::create_dir(c.s.join(temp_b)).unwrap();
