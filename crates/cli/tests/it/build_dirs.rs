@@ -1068,25 +1068,42 @@ fn a_work_directory_that_is_a_mount_point_is_never_reclaimed() {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs();
+    // The paths come on stdin, so that the shell, alive while the doctor runs, references
+    // none of them through its argv or environment.
     let script = r#"set -e
-        mount -t tmpfs -o mode=0700 none "$1"
-        mkdir "$1/b001"
-        echo data > "$1/b001/_pkg_.a"
-        touch -d "@$2" "$1/b001" "$1"
+        read -r point; read -r old; read -r doctor; read -r root; read -r report
+        mount -t tmpfs -o mode=0700 none "$point"
+        mkdir "$point/b001"
+        echo data > "$point/b001/_pkg_.a"
+        touch -d "@$old" "$point/b001" "$point"
         set +e
-        "$3" --sweep-build-dirs --root "$4" --json > "$5"
+        "$doctor" --sweep-build-dirs --root "$root" --json > "$report"
         echo "rc=$?"
-        test -f "$1/b001/_pkg_.a" && echo survived"#;
-    let out = command("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
-        .arg(&point)
-        .arg(old.to_string())
-        .arg(env!("CARGO_BIN_EXE_doctor"))
-        .arg(&root)
-        .arg(&report_file)
+        test -f "$point/b001/_pkg_.a" && echo survived"#;
+    let mut child = command("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script])
+        .current_dir("/")
         .env("XDG_STATE_HOME", &state)
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run unshare");
+    let lines = [
+        point.clone(),
+        PathBuf::from(old.to_string()),
+        PathBuf::from(env!("CARGO_BIN_EXE_doctor")),
+        root.clone(),
+        report_file.clone(),
+    ];
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for l in &lines {
+            writeln!(stdin, "{}", l.display()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     let report = std::fs::read_to_string(&report_file).unwrap_or_default();
     assert!(
