@@ -429,6 +429,94 @@ mod tests {
         assert_eq!(via(&r, "/t/go-build8/"), Some(Via::Map));
     }
 
+    fn status(uids: [u32; 4], caps: u64, bnd: u64) -> ProcStatus {
+        ProcStatus {
+            uids,
+            cap_prm: caps,
+            cap_eff: caps,
+            cap_bnd: bnd,
+            kernel_thread: false,
+        }
+    }
+
+    fn unread(pid: u32, status: Option<ProcStatus>) -> Unread {
+        Unread {
+            pid,
+            items: vec!["cwd", "maps"],
+            status,
+        }
+    }
+
+    #[test]
+    fn judges_the_processes_it_could_not_read() {
+        const ALL: u64 = 0x1ff_ffff_ffff;
+        const NO_MODULE: u64 = ALL & !(1 << 16);
+        let me = status([1000; 4], 0, ALL);
+        // Kernel threads and root's daemons do not count; another user's process counts
+        // against open directories only.
+        let kthread = ProcStatus {
+            kernel_thread: true,
+            ..status([0; 4], ALL, ALL)
+        };
+        let u = Unseen::judge(
+            &me,
+            &[
+                unread(2, Some(kthread)),
+                unread(3, Some(status([0; 4], ALL, ALL))),
+                unread(4, Some(status([1001; 4], 0, ALL))),
+                unread(5, Some(status([1002; 4], 0, ALL))),
+            ],
+            None,
+        );
+        assert_eq!(u.anything, None);
+        assert_eq!((u.kernel_threads, u.privileged), (1, 1));
+        assert_eq!(u.open_dirs, Some((4, 1001)), "the first one");
+        // Any uid of the invoking user's (sudo: the real one) leaves nothing known unused.
+        let u = Unseen::judge(
+            &me,
+            &[unread(9, Some(status([1000, 0, 0, 0], ALL, ALL)))],
+            None,
+        );
+        assert_eq!(
+            u.anything.as_deref(),
+            Some("pid 9 runs as the invoking user (uid 1000) and its cwd, maps cannot be read")
+        );
+        let u = Unseen::judge(&me, &[unread(9, None)], Some("pid 1 is not listed"));
+        assert_eq!(
+            u.anything.as_deref(),
+            Some("the process table may hide processes (pid 1 is not listed)")
+        );
+        let u = Unseen::judge(&me, &[unread(9, None)], None);
+        assert!(u.anything.unwrap().contains("nor whom it runs as"));
+        // For root: a root process holding a capability outside the sweep's bounding set was
+        // started by nothing the sweep acts for; one within it could be the sweep's own.
+        let root = status([0; 4], NO_MODULE, NO_MODULE);
+        let u = Unseen::judge(&root, &[unread(1, Some(status([0; 4], ALL, ALL)))], None);
+        assert_eq!((u.anything, u.privileged), (None, 1));
+        let u = Unseen::judge(
+            &root,
+            &[unread(1, Some(status([0; 4], NO_MODULE, ALL)))],
+            None,
+        );
+        assert!(u.anything.is_some());
+        // Only a directory open to group or others is kept for another user's process.
+        let refs = ProcessRefs {
+            unseen: Unseen {
+                open_dirs: Some((4, 1001)),
+                ..Unseen::default()
+            },
+            ..ProcessRefs::default()
+        };
+        assert_eq!(refs.unseen_user(0o040700), None);
+        assert!(refs.unseen_user(0o040750).is_some());
+        assert!(refs.unseen_user(0o040701).is_some());
+        assert_eq!(
+            refs.unseen_user(0o040740),
+            None,
+            "read without search lets no one in"
+        );
+    }
+
     #[test]
     fn scans_this_process() {
         let proc = fsroot::procfs::Procfs::open_default().unwrap();

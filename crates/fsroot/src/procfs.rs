@@ -444,6 +444,71 @@ mod tests {
     }
 
     #[test]
+    fn reads_who_a_process_runs_as_and_whether_it_is_a_kernel_thread() {
+        let status = b"Name:\tsudo\nUid:\t1000\t0\t0\t0\nGid:\t1000\t0\t0\t0\n\
+CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n";
+        let st = parse_status(status, None).unwrap();
+        assert_eq!(st.uids, [1000, 0, 0, 0]);
+        assert_eq!((st.cap_prm, st.cap_eff), (0x1ff_ffff_ffff, 0x1ff_ffff_ffff));
+        assert!(!st.kernel_thread);
+        // Capabilities it does not show are taken as all of them.
+        let st = parse_status(b"Uid:\t5\t5\t5\t5\n", None).unwrap();
+        assert_eq!(st.cap_prm, u64::MAX);
+        assert_eq!(parse_status(b"Name:\tx\n", None), None, "no Uid line");
+        // Kthread: where the kernel says it, else PF_KTHREAD in stat (comm may hold spaces).
+        let kthread = b"Uid:\t0\t0\t0\t0\nKthread:\t1\n";
+        assert!(parse_status(kthread, None).unwrap().kernel_thread);
+        let stat = b"2 (kthread d) S 0 0 0 0 -1 2129984 0 0";
+        assert!(
+            parse_status(b"Uid:\t0\t0\t0\t0\n", Some(stat))
+                .unwrap()
+                .kernel_thread
+        );
+        let stat = b"7 (sh) S 1 7 7 0 -1 4194560 0 0";
+        assert!(!stat_is_kernel_thread(stat));
+    }
+
+    #[test]
+    fn finds_the_options_of_the_proc_mount_that_hide_processes() {
+        let line = |id: u32, point: &str, opts: &str, fs: &str, sup: &str| {
+            format!("{id} 1 0:21 / {point} {opts} shared:1 - {fs} {fs} {sup}\n")
+        };
+        let plain = line(22, "/proc", "rw,relatime", "proc", "rw");
+        let proc = Path::new("/proc");
+        assert_eq!(hiding_options(plain.as_bytes(), proc), None);
+        // A second procfs mounted over the first: the topmost counts.
+        for (sup, why) in [
+            (
+                "rw,hidepid=invisible",
+                Some("mounted with hidepid=invisible"),
+            ),
+            ("rw,hidepid=2", Some("mounted with hidepid=2")),
+            ("rw,hidepid=0", None),
+            ("rw,hidepid=off", None),
+            ("rw,subset=pid", Some("mounted with subset=pid")),
+        ] {
+            let info = format!("{plain}{}", line(66, "/proc", "rw", "proc", sup));
+            assert_eq!(
+                hiding_options(info.as_bytes(), proc).as_deref(),
+                why,
+                "{sup}"
+            );
+        }
+        // Per-mount options count as well; a mount elsewhere does not.
+        let info = format!(
+            "{plain}{}",
+            line(67, "/proc/sys", "ro", "proc", "hidepid=2")
+        );
+        assert_eq!(hiding_options(info.as_bytes(), proc), None);
+        // Not a procfs at all, and an escaped mount point.
+        let info = line(9, "/srv/my\\040proc", "rw", "tmpfs", "rw");
+        assert_eq!(
+            hiding_options(info.as_bytes(), Path::new("/srv/my proc")).as_deref(),
+            Some("it is a tmpfs mount, not a procfs")
+        );
+    }
+
+    #[test]
     fn scans_this_process() {
         let proc = Procfs::open_default().unwrap();
         let scan = proc.scan().unwrap();
@@ -458,6 +523,8 @@ mod tests {
         );
         assert!(!me.argv.is_empty());
         assert!(proc.invoking_uid().is_ok());
+        assert_eq!(scan.own.uids[0], proc.invoking_uid().unwrap());
+        assert_eq!(scan.hidden, None, "the test machine's /proc hides nothing");
     }
 
     #[test]
