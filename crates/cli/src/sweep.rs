@@ -125,7 +125,8 @@ pub struct SweepSummary {
     pub dirs_spared: u64,
     /// Processes whose references were read.
     pub processes_scanned: u64,
-    /// Per-process items of `/proc` that could not be read (other users' processes).
+    /// Per-process items of `/proc` that could not be read (other users' or non-dumpable
+    /// processes).
     pub proc_items_unreadable: u64,
     /// Actions left for a later run by `--max-actions`.
     pub actions_deferred: u64,

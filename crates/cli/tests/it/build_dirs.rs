@@ -1124,3 +1124,54 @@ fn a_work_directory_that_is_a_mount_point_is_never_reclaimed() {
         "the ordinary one is reclaimed"
     );
 }
+
+/// A directory mounted over a planned work directory between planning and deletion: the
+/// executor's check right before deleting finds the mount point and skips it, naming why, and
+/// nothing of the mounted directory is deleted. (A bind mount in the test's own namespace,
+/// unmounted when done.) Needs root.
+#[test]
+fn a_work_directory_mounted_over_after_planning_is_skipped_by_the_executor() {
+    if !am_root() {
+        println!("SKIPPED: bind mounts need root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    let source = tmp.path().join("source");
+    std::fs::create_dir_all(source.join("b001")).unwrap();
+    std::fs::write(source.join("b001/_pkg_.a"), "mounted\n").unwrap();
+    let point = root.join("go-build3001");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let mounted = std::cell::RefCell::new(None);
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state).run_paused(vec![(
+        "delete go-build3000/b001/_pkg_.a",
+        Box::new(|| {
+            let ok = Command::new("mount")
+                .arg("--bind")
+                .arg(&source)
+                .arg(&point)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "mount --bind");
+            *mounted.borrow_mut() = Some(Unmount(point.clone()));
+        }),
+    )]);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["outcomes"][0]["outcome"], "applied");
+    assert_eq!(
+        report["outcomes"][1]["why"],
+        "now a mount point (another filesystem than its root's): never reclaimed",
+        "{}",
+        report["outcomes"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(source.join("b001/_pkg_.a")).unwrap(),
+        "mounted\n"
+    );
+    drop(mounted);
+}
