@@ -125,7 +125,8 @@ pub struct SweepSummary {
     pub dirs_spared: u64,
     /// Processes whose references were read.
     pub processes_scanned: u64,
-    /// Per-process items of `/proc` that could not be read (other users' processes).
+    /// Per-process items of `/proc` that could not be read (other users' or non-dumpable
+    /// processes).
     pub proc_items_unreadable: u64,
     /// Actions left for a later run by `--max-actions`.
     pub actions_deferred: u64,
@@ -158,6 +159,10 @@ pub struct SweepReport {
     pub receipts_file: Option<String>,
     #[serde(skip)]
     receipt_failed: bool,
+    /// Directories kept only because a process that could not be read (or seen) may be
+    /// using them.
+    #[serde(skip)]
+    held_unseen: u64,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -298,7 +303,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
             &crate::options::selected(build_dirs::RULES, opts.select.as_deref(), &opts.ignore),
             &config(uid),
         );
-        return Ok(SweepReport::new(
+        let mut report = SweepReport::new(
             true,
             run,
             &roots,
@@ -307,7 +312,9 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
             None,
             notes,
             receipts_file,
-        ));
+        );
+        report.note_unseen(&opts.proc_dir);
+        return Ok(report);
     }
 
     let roots = open_roots(
@@ -359,7 +366,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         bytes_freed: target.bytes_freed,
         applied,
     };
-    Ok(SweepReport::new(
+    let mut report = SweepReport::new(
         false,
         run,
         &roots,
@@ -368,7 +375,9 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         Some(reclaimed),
         notes,
         receipts_file,
-    ))
+    );
+    report.note_unseen(&opts.proc_dir);
+    Ok(report)
 }
 
 /// What applying a build-dirs plan did.
@@ -445,12 +454,43 @@ impl SweepReport {
                 .collect(),
             receipts_file,
             receipt_failed,
+            held_unseen: 0,
         }
     }
 
-    /// Whether the run failed: an action failed, or a receipt could not be written.
+    /// Counts the directories kept only because a process that could not be read (or seen)
+    /// may be using them, at planning or right before deleting; when there are any, says so
+    /// in one error (naming `proc`) and the run fails (exit 1).
+    fn note_unseen(&mut self, proc: &Path) {
+        let unseen = |why: &str| why.starts_with(engine::liveness::NOT_KNOWN_UNUSED);
+        let planned = self.skipped.iter().filter(|k| unseen(&k.why)).count();
+        let checked = self
+            .outcomes
+            .iter()
+            .filter(|o| o.outcome == OutcomeKind::Skipped && o.why.as_deref().is_some_and(unseen))
+            .count();
+        self.held_unseen = (planned + checked) as u64;
+        if self.held_unseen > 0 {
+            let n = self.held_unseen;
+            self.summary.errors.push(Problem::new(
+                proc.to_string_lossy(),
+                "read the process table",
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "not every process could be read, so {n} director{} that one of them may \
+                     be using {} not reclaimed (see why it was skipped)",
+                    if n == 1 { "y" } else { "ies" },
+                    if n == 1 { "was" } else { "were" },
+                ),
+            ));
+        }
+    }
+
+    /// Whether the run failed: an action failed, a receipt could not be written, or a
+    /// directory was kept only because a process that could not be read may be using it.
     pub fn failed(&self) -> bool {
         self.receipt_failed
+            || self.held_unseen > 0
             || self
                 .outcomes
                 .iter()
@@ -538,6 +578,7 @@ impl SweepReport {
             skipped,
             receipts_file: None,
             receipt_failed: false,
+            held_unseen: 0,
         }
     }
 }

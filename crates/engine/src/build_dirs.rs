@@ -1,7 +1,8 @@
 //! The build-dirs planner: lists the depth-1 entries of each root through its own read-only
 //! [`Root`], hands them with the live process references to the pack's rules, then orders,
 //! bounds and seals the proposals like every pack. Its only I/O is that listing (one `lstat`
-//! per entry and one per `<entry>/.git`) and the tree digests of the planned directories.
+//! per entry, one per `<entry>/.git` and, for a directory, one `statx` of it and of its root
+//! for its mount) and the tree digests of the planned directories.
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +55,11 @@ pub struct RootEntry {
     pub dev: u64,
     /// Inode number.
     pub ino: u64,
+    /// Permission bits and file type bits.
+    pub mode: u32,
+    /// For a directory: whether it is a mount point (on another mount than its root);
+    /// `None` when that could not be checked.
+    pub mount_point: Option<bool>,
 }
 
 /// A deletion an earlier run started and did not finish (it was killed): the executor records
@@ -158,6 +164,9 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
                 .ok()
                 .map(|s| s.is_some())
         });
+        let mount_point = (stat.kind == EntryKind::Dir)
+            .then(|| root.is_mount_point(Path::new(&e.name)).ok())
+            .flatten();
         entries.push(RootEntry {
             name: name.to_owned(),
             kind: stat.kind,
@@ -166,6 +175,8 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
             has_git: has_git.flatten(),
             dev: stat.dev,
             ino: stat.ino,
+            mode: stat.mode,
+            mount_point,
         });
     }
     Ok(RootListing {

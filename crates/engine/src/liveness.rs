@@ -4,6 +4,13 @@
 //! process reference a path at or under this directory?" is one range lookup. A plain value:
 //! pure code queries it without touching the filesystem.
 //!
+//! It also judges the processes the scan could not read ([`Unseen`], docs/decisions.md "Issue
+//! 21: processes the sweep cannot read"): a `/proc` that hides processes, or an unread process
+//! that runs as the invoking user (or whose owner is unknown), leaves no directory known to be
+//! unused; an unread process of another, unprivileged user can use only directories that grant
+//! search permission to group or others; kernel threads and processes more privileged than the
+//! invoking user are not counted against any directory.
+//!
 //! # Example
 //!
 //! ```
@@ -27,7 +34,82 @@ use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use fsroot::procfs::{ProcessInfo, ProcessScan};
+use fsroot::procfs::{ProcStatus, ProcessInfo, ProcessScan, Unread};
+
+/// How every reason that a process the sweep could not read or see may use a directory begins.
+pub const NOT_KNOWN_UNUSED: &str = "not known to be unused: ";
+
+/// What the processes a scan could not read (or could not see) may reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unseen {
+    /// Why any directory of the invoking user may be in use by a process the sweep cannot read
+    /// or see (a `/proc` that hides processes, the invoking user's own non-dumpable process, a
+    /// process whose owner is unknown): then none is reclaimed.
+    pub anything: Option<String>,
+    /// An unread process of another user without privileges (its pid and real uid): it can
+    /// use only directories that grant search permission to group or others.
+    pub open_dirs: Option<(u32, u32)>,
+    /// Unread processes more privileged than the invoking user (root's, seen by another user;
+    /// for root, ones holding capabilities outside its bounding set): trusted not to work
+    /// inside the invoking user's leaked work directories; their argv, which everyone may
+    /// read, is still honoured.
+    pub privileged: u64,
+    /// Unread kernel threads: they reference no path of a user.
+    pub kernel_threads: u64,
+}
+
+impl Unseen {
+    /// Judges the unread processes of a scan, for the invoking user `own` (in this order: no
+    /// status, kernel thread, runs as the invoking user, privileged, another user).
+    pub fn judge(own: &ProcStatus, unread: &[Unread], hidden: Option<&str>) -> Unseen {
+        let me = own.uids[0];
+        let mut u = Unseen {
+            anything: hidden.map(|h| format!("the process table may hide processes ({h})")),
+            ..Unseen::default()
+        };
+        let mut anything = |why: String| {
+            u.anything.get_or_insert(why);
+        };
+        let mut open_dirs = None;
+        let (mut privileged, mut kernel_threads) = (0, 0);
+        for p in unread {
+            let items = p.items.join(", ");
+            let Some(st) = p.status else {
+                anything(format!(
+                    "pid {} cannot be read ({items}), nor whom it runs as",
+                    p.pid
+                ));
+                continue;
+            };
+            if st.kernel_thread {
+                kernel_threads += 1;
+                continue;
+            }
+            if st.uids.contains(&me) {
+                // For root: a process holding capabilities outside the sweep's bounding set
+                // was started by no one the sweep acts for.
+                if me == 0 && st.cap_prm & !own.cap_bnd != 0 {
+                    privileged += 1;
+                } else {
+                    anything(format!(
+                        "pid {} runs as the invoking user (uid {me}) and its {items} cannot be read",
+                        p.pid
+                    ));
+                }
+                continue;
+            }
+            if st.uids.contains(&0) || st.cap_prm != 0 || st.cap_eff != 0 {
+                privileged += 1;
+                continue;
+            }
+            open_dirs.get_or_insert((p.pid, st.uids[0]));
+        }
+        u.open_dirs = open_dirs;
+        u.privileged = privileged;
+        u.kernel_threads = kernel_threads;
+        u
+    }
+}
 
 /// How a process references a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,6 +164,8 @@ pub struct ProcessRefs {
     /// Items (one process's `cwd`, `cmdline`, `environ`, `fd/`, `maps`) that could not be read,
     /// typically other users' processes.
     pub unreadable: u64,
+    /// What the processes that could not be read (or seen) may reference.
+    pub unseen: Unseen,
 }
 
 impl ProcessRefs {
@@ -100,11 +184,31 @@ impl ProcessRefs {
         refs
     }
 
-    /// Indexes a scan of `/proc`, keeping its count of items that could not be read.
+    /// Indexes a scan of `/proc`, keeping its count of items that could not be read and
+    /// judging the processes they belong to ([`Unseen::judge`]).
     pub fn from_scan(scan: ProcessScan) -> ProcessRefs {
+        let unseen = Unseen::judge(&scan.own, &scan.unread, scan.hidden.as_deref());
         let mut refs = ProcessRefs::from_processes(scan.processes);
         refs.unreadable = scan.unreadable;
+        refs.unseen = unseen;
         refs
+    }
+
+    /// Why a directory of the invoking user with permission bits `mode` may be in use by a
+    /// process the scan could not read or see, beginning with [`NOT_KNOWN_UNUSED`]; `None`
+    /// when every process that could use it was read.
+    pub fn unseen_user(&self, mode: u32) -> Option<String> {
+        if let Some(why) = &self.unseen.anything {
+            return Some(format!("{NOT_KNOWN_UNUSED}{why}"));
+        }
+        match self.unseen.open_dirs {
+            Some((pid, uid)) if mode & 0o011 != 0 => Some(format!(
+                "{NOT_KNOWN_UNUSED}pid {pid} of uid {uid} cannot be read, and the directory \
+                 lets other users in (mode {:04o})",
+                mode & 0o7777
+            )),
+            _ => None,
+        }
     }
 
     fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
@@ -323,6 +427,94 @@ mod tests {
         assert_eq!(via(&r, "/t/go-build8"), Some(Via::Map));
         assert_eq!(via(&r, "/t/go-build7"), None);
         assert_eq!(via(&r, "/t/go-build8/"), Some(Via::Map));
+    }
+
+    fn status(uids: [u32; 4], caps: u64, bnd: u64) -> ProcStatus {
+        ProcStatus {
+            uids,
+            cap_prm: caps,
+            cap_eff: caps,
+            cap_bnd: bnd,
+            kernel_thread: false,
+        }
+    }
+
+    fn unread(pid: u32, status: Option<ProcStatus>) -> Unread {
+        Unread {
+            pid,
+            items: vec!["cwd", "maps"],
+            status,
+        }
+    }
+
+    #[test]
+    fn judges_the_processes_it_could_not_read() {
+        const ALL: u64 = 0x1ff_ffff_ffff;
+        const NO_MODULE: u64 = ALL & !(1 << 16);
+        let me = status([1000; 4], 0, ALL);
+        // Kernel threads and root's daemons do not count; another user's process counts
+        // against open directories only.
+        let kthread = ProcStatus {
+            kernel_thread: true,
+            ..status([0; 4], ALL, ALL)
+        };
+        let u = Unseen::judge(
+            &me,
+            &[
+                unread(2, Some(kthread)),
+                unread(3, Some(status([0; 4], ALL, ALL))),
+                unread(4, Some(status([1001; 4], 0, ALL))),
+                unread(5, Some(status([1002; 4], 0, ALL))),
+            ],
+            None,
+        );
+        assert_eq!(u.anything, None);
+        assert_eq!((u.kernel_threads, u.privileged), (1, 1));
+        assert_eq!(u.open_dirs, Some((4, 1001)), "the first one");
+        // Any uid of the invoking user's (sudo: the real one) leaves nothing known unused.
+        let u = Unseen::judge(
+            &me,
+            &[unread(9, Some(status([1000, 0, 0, 0], ALL, ALL)))],
+            None,
+        );
+        assert_eq!(
+            u.anything.as_deref(),
+            Some("pid 9 runs as the invoking user (uid 1000) and its cwd, maps cannot be read")
+        );
+        let u = Unseen::judge(&me, &[unread(9, None)], Some("pid 1 is not listed"));
+        assert_eq!(
+            u.anything.as_deref(),
+            Some("the process table may hide processes (pid 1 is not listed)")
+        );
+        let u = Unseen::judge(&me, &[unread(9, None)], None);
+        assert!(u.anything.unwrap().contains("nor whom it runs as"));
+        // For root: a root process holding a capability outside the sweep's bounding set was
+        // started by nothing the sweep acts for; one within it could be the sweep's own.
+        let root = status([0; 4], NO_MODULE, NO_MODULE);
+        let u = Unseen::judge(&root, &[unread(1, Some(status([0; 4], ALL, ALL)))], None);
+        assert_eq!((u.anything, u.privileged), (None, 1));
+        let u = Unseen::judge(
+            &root,
+            &[unread(1, Some(status([0; 4], NO_MODULE, ALL)))],
+            None,
+        );
+        assert!(u.anything.is_some());
+        // Only a directory open to group or others is kept for another user's process.
+        let refs = ProcessRefs {
+            unseen: Unseen {
+                open_dirs: Some((4, 1001)),
+                ..Unseen::default()
+            },
+            ..ProcessRefs::default()
+        };
+        assert_eq!(refs.unseen_user(0o040700), None);
+        assert!(refs.unseen_user(0o040750).is_some());
+        assert!(refs.unseen_user(0o040701).is_some());
+        assert_eq!(
+            refs.unseen_user(0o040740),
+            None,
+            "read without search lets no one in"
+        );
     }
 
     #[test]

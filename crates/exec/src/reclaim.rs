@@ -1,6 +1,7 @@
 //! The build-dirs pack's [`Target`]: every `reclaim_dir` action is checked again immediately
-//! before it runs (still a real directory, still the invoking user's, its tree digest
-//! unchanged, referenced by no live process in a fresh read of `/proc`), then deleted through
+//! before it runs (still a real directory, still the invoking user's, not a mount point, its
+//! tree digest unchanged, referenced by no live process in a fresh read of `/proc`, and not
+//! possibly used by a process that read could not see into), then deleted through
 //! the one delete seam (`WritableRoot::remove_tree`, which never follows a symlink), and
 //! receipted with the bytes freed by [`crate::execute`], like every other action.
 //!
@@ -112,8 +113,23 @@ impl Target for BuildDirsTarget<'_> {
             Ok(None) => return Err(Refusal::Skip("gone since planned".into())),
             Err(e) => return Err(Refusal::Skip(format!("cannot inspect it: {e}"))),
         };
+        match root.is_mount_point(path) {
+            Ok(false) => {}
+            Ok(true) => {
+                return Err(Refusal::Skip(
+                    "now a mount point (another filesystem than its root's): never reclaimed"
+                        .into(),
+                ))
+            }
+            Err(e) => {
+                return Err(Refusal::Skip(format!(
+                    "cannot check whether it is a mount point: {e}"
+                )))
+            }
+        }
         check_precondition(root, a, &a.path)?;
-        // Liveness last, closest to the deletion.
+        // Liveness last, closest to the deletion: a live reference, or a process that could
+        // not be read (or seen) and could be using the directory, keeps it.
         let processes = self
             .procfs
             .scan()
@@ -124,6 +140,9 @@ impl Target for BuildDirsTarget<'_> {
             .or_else(|| processes.referencing(&root.canonical_anchor().join(path)));
         if let Some(r) = live {
             return Err(Refusal::Skip(format!("referenced by a live process: {r}")));
+        }
+        if let Some(why) = processes.unseen_user(stat.mode) {
+            return Err(Refusal::Skip(why));
         }
         Ok((index, stat))
     }

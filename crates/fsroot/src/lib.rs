@@ -546,6 +546,19 @@ impl Root {
         }
     }
 
+    /// Whether `rel` (never followed) is on another mount than its parent directory: a mount
+    /// point, by mount id where the kernel gives one, else by device.
+    pub fn is_mount_point(&self, rel: &Path) -> Result<bool> {
+        let p = confine(rel)?;
+        if p.as_os_str().is_empty() {
+            return Err(Error::escape(rel));
+        }
+        let (parent, name) = self.parent_handle(&p)?;
+        let here = mount_of(&parent, &name).map_err(|e| self.err("inspect", &p, e))?;
+        let above = mount_of_dir(&parent).map_err(|e| self.err("inspect", &p, e))?;
+        Ok(here != above)
+    }
+
     /// Reads a whole regular file. A symlink or a directory is refused.
     pub fn read(&self, rel: &Path) -> Result<Vec<u8>> {
         let p = confine(rel)?;
@@ -1073,7 +1086,8 @@ impl WritableRoot {
     /// (device and inode), and its entries are unlinked relative to that handle, so a directory
     /// swapped for a symlink mid-walk is never followed and no path is walked twice (the cost
     /// is linear in the entries, at any depth). A mount inside the tree is never crossed: the
-    /// removal stops there with an error naming it.
+    /// removal stops there with an error naming it; a directory that is itself a mount point
+    /// (on another mount than its parent) is refused before anything is deleted.
     pub fn remove_tree(&self, rel: &Path) -> Result<u64> {
         let p = confine(rel)?;
         if p.as_os_str().is_empty() {
@@ -1091,6 +1105,14 @@ impl WritableRoot {
             return Ok(if meta.is_file() { meta.len() } else { 0 });
         }
         let mount = mount_of(&parent, &name).map_err(|e| self.err("inspect", &p, e))?;
+        let parent_mount = mount_of_dir(&parent).map_err(|e| self.err("inspect", &p, e))?;
+        if mount != parent_mount {
+            return Err(self.err(
+                "delete",
+                &p,
+                std::io::Error::other("it is a mount point, never crossed"),
+            ));
+        }
         let dir = self.open_checked(&parent, &name, &meta, &p)?;
         let freed = self.remove_contents(dir, &p, mount)?;
         fault::mutation("delete directory", &p, || parent.remove_dir(&name))

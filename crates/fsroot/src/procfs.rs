@@ -4,10 +4,13 @@
 //! the build-dirs policy (`engine::liveness`); this module only reads.
 //!
 //! Processes come and go while `/proc` is read: one that vanishes mid-scan is simply not
-//! counted, and an item that cannot be read (another user's `environ`, `fd/`, `maps` or `cwd`
-//! give `EACCES`) is skipped and counted in [`ProcessScan::unreadable`]. Only when `/proc`
-//! itself cannot be listed, or does not list this very process, is the scan an error: then
-//! nothing can be known to be unreferenced.
+//! counted. An item that cannot be read (another user's or a non-dumpable process's `environ`,
+//! `fd/`, `maps` or `cwd` give `EACCES`) is skipped, counted in [`ProcessScan::unreadable`],
+//! and its process is listed in [`ProcessScan::unread`] with what its `status` and `stat`
+//! say about it (uids, capabilities, kernel thread), which everyone may read. A `/proc` that
+//! hides processes (mounted `hidepid=`/`subset=pid`, or not listing pid 1) is noted in
+//! [`ProcessScan::hidden`]. Only when `/proc` itself cannot be listed, or does not list this
+//! very process, is the scan an error: then nothing can be known to be unreferenced.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -33,6 +36,33 @@ pub struct ProcessInfo {
     pub maps: Vec<PathBuf>,
 }
 
+/// Who a process runs as and what it may do, from `/proc/<pid>/status` and `stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcStatus {
+    /// Real, effective, saved and filesystem uid (`Uid:`).
+    pub uids: [u32; 4],
+    /// Permitted capabilities (`CapPrm:`).
+    pub cap_prm: u64,
+    /// Effective capabilities (`CapEff:`).
+    pub cap_eff: u64,
+    /// The capability bounding set (`CapBnd:`).
+    pub cap_bnd: u64,
+    /// A kernel thread (`PF_KTHREAD` in `stat`): it has no user memory, files or working
+    /// directory of its own.
+    pub kernel_thread: bool,
+}
+
+/// A process some of whose items could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    /// Process id.
+    pub pid: u32,
+    /// The items that could not be read: `cwd`, `cmdline`, `environ`, `maps`, `fd`.
+    pub items: Vec<&'static str>,
+    /// What its `status` says; `None` when that could not be read either.
+    pub status: Option<ProcStatus>,
+}
+
 /// Every process `/proc` listed, as far as each could be read.
 #[derive(Debug, Clone, Default)]
 pub struct ProcessScan {
@@ -41,6 +71,13 @@ pub struct ProcessScan {
     /// Items (one process's `cwd`, `cmdline`, `environ`, `fd/`, `maps`) that could not be read,
     /// typically other users' processes.
     pub unreadable: u64,
+    /// The processes those items belong to, in pid order.
+    pub unread: Vec<Unread>,
+    /// Why this `/proc` may not list every process (`mounted with hidepid=invisible`, `pid 1
+    /// is not listed`); `None` when it lists them all.
+    pub hidden: Option<String>,
+    /// This process's own status: the sweep's uid, capabilities and bounding set.
+    pub own: ProcStatus,
 }
 
 /// A handle on `/proc`, opened as a read-only [`Root`].
@@ -114,6 +151,114 @@ fn trim_start(b: &[u8]) -> &[u8] {
     &b[n..]
 }
 
+/// Parses `status` (and the `stat` flags) into a [`ProcStatus`]; `None` without a `Uid:` line.
+fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
+    let text = String::from_utf8_lossy(status);
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let mut uids = [0u32; 4];
+    let mut parts = field("Uid:")?.split_whitespace();
+    for u in &mut uids {
+        *u = parts.next()?.parse().ok()?;
+    }
+    let cap = |key: &str| field(key).and_then(|v| u64::from_str_radix(v, 16).ok());
+    // Unknown capabilities are taken as all of them: more privilege, never less.
+    let kernel_thread = match field("Kthread:") {
+        Some(v) => v == "1",
+        None => stat.is_some_and(stat_is_kernel_thread),
+    };
+    Some(ProcStatus {
+        uids,
+        cap_prm: cap("CapPrm:").unwrap_or(u64::MAX),
+        cap_eff: cap("CapEff:").unwrap_or(u64::MAX),
+        cap_bnd: cap("CapBnd:").unwrap_or(u64::MAX),
+        kernel_thread,
+    })
+}
+
+/// `PF_KTHREAD` in the flags of a `stat` line (the ninth field; the second, in parentheses,
+/// may hold spaces).
+fn stat_is_kernel_thread(stat: &[u8]) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Some(close) = stat.iter().rposition(|b| *b == b')') else {
+        return false;
+    };
+    String::from_utf8_lossy(&stat[close + 1..])
+        .split_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+/// `\040`-style escapes of `mountinfo` undone.
+fn unescape_mount_path(p: &str) -> PathBuf {
+    let b = p.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            let digits = std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(digits, 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+/// Why the proc mount at `dir`, as `mountinfo` describes it, may hide processes: its options
+/// hold `hidepid=` (other than `0`/`off`) or `subset=`, or it is no procfs at all. `None`
+/// when it lists every process.
+fn hiding_options(mountinfo: &[u8], dir: &Path) -> Option<String> {
+    // The mount that holds `dir`: the last (topmost) of the longest mount points above it.
+    let text = String::from_utf8_lossy(mountinfo);
+    let mut best: Option<(usize, &str)> = None;
+    for line in text.lines() {
+        let Some(point) = line.split(' ').nth(4) else {
+            continue;
+        };
+        let point = unescape_mount_path(point);
+        if dir.starts_with(&point) {
+            let depth = point.components().count();
+            if best.is_none_or(|(d, _)| depth >= d) {
+                best = Some((depth, line));
+            }
+        }
+    }
+    let Some((_, line)) = best else {
+        return Some("no mount holds it".to_owned());
+    };
+    let (mount_part, super_part) = line.split_once(" - ").unwrap_or((line, ""));
+    let mut sup = super_part.split(' ');
+    let fstype = sup.next().unwrap_or("");
+    if fstype != "proc" {
+        return Some(format!("it is a {fstype} mount, not a procfs"));
+    }
+    let opts = mount_part
+        .split(' ')
+        .nth(5)
+        .into_iter()
+        .chain(sup.nth(1))
+        .flat_map(|o| o.split(','));
+    for o in opts {
+        if let Some(v) = o.strip_prefix("hidepid=") {
+            if v != "0" && v != "off" {
+                return Some(format!("mounted with {o}"));
+            }
+        } else if o.starts_with("subset=") {
+            return Some(format!("mounted with {o}"));
+        }
+    }
+    None
+}
+
 impl Procfs {
     /// Opens `/proc`.
     pub fn open_default() -> Result<Procfs> {
@@ -154,20 +299,40 @@ impl Procfs {
             })
     }
 
-    /// Reads every process. An error only when `/proc` cannot be listed or does not list this
-    /// process; processes that vanish are left out, unreadable items are counted.
+    /// This process's status ([`ProcStatus`]).
+    pub fn own_status(&self) -> Result<ProcStatus> {
+        let rel = self.own_dir().join("status");
+        let status = self.root.read(&rel)?;
+        parse_status(&status, None).ok_or_else(|| {
+            Error::io(
+                "read the uid from",
+                &self.root.display_path(&rel),
+                io::Error::new(io::ErrorKind::InvalidData, "no Uid line"),
+            )
+        })
+    }
+
+    /// Reads every process. An error only when `/proc` cannot be listed, does not list this
+    /// process, or its own `status` or `mountinfo` cannot be read; processes that vanish are
+    /// left out, unreadable items are counted and their processes listed, a `/proc` that may
+    /// hide processes is noted ([`ProcessScan::hidden`]).
     pub fn scan(&self) -> Result<ProcessScan> {
         let entries = self.root.list(Path::new(""))?;
         let own = std::process::id();
         let mut refs = ProcessScan::default();
         let mut saw_self = false;
+        let mut saw_init = false;
         for e in entries {
             let Some(pid) = e.name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
             };
             saw_self |= pid == own;
-            let (info, unreadable) = self.read_process(pid);
-            refs.unreadable += unreadable;
+            saw_init |= pid == 1;
+            let (info, unread) = self.read_process(pid);
+            if let Some(u) = unread {
+                refs.unreadable += u.items.len() as u64;
+                refs.unread.push(u);
+            }
             if let Some(info) = info {
                 refs.processes.push(info);
             }
@@ -179,21 +344,27 @@ impl Procfs {
                 io::Error::other("it does not list this process, so it is not a usable procfs"),
             ));
         }
+        refs.unread.sort_by_key(|u| u.pid);
+        refs.own = self.own_status()?;
+        let mountinfo = self.root.read(&self.own_dir().join("mountinfo"))?;
+        let anchor = self.root.canonical_anchor();
+        refs.hidden = hiding_options(&mountinfo, anchor)
+            .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
         Ok(refs)
     }
 
-    /// One process: what could be read of it, and how many items could not be. `None` when it
-    /// was gone before anything was read.
-    fn read_process(&self, pid: u32) -> (Option<ProcessInfo>, u64) {
+    /// One process: what could be read of it, and what could not (with its status). `None`
+    /// when it was gone before anything was read.
+    fn read_process(&self, pid: u32) -> (Option<ProcessInfo>, Option<Unread>) {
         let dir = PathBuf::from(pid.to_string());
         let mut info = ProcessInfo {
             pid,
             ..ProcessInfo::default()
         };
-        let mut unreadable = 0;
+        let mut unread: Vec<&'static str> = Vec::new();
         let mut read_any = false;
         macro_rules! item {
-            ($read:expr) => {
+            ($name:literal, $read:expr) => {
                 match classify($read) {
                     Item::Read(v) => {
                         read_any = true;
@@ -201,32 +372,55 @@ impl Procfs {
                     }
                     Item::Gone => None,
                     Item::Unreadable => {
-                        unreadable += 1;
+                        unread.push($name);
                         None
                     }
                 }
             };
         }
-        info.cwd = item!(self.root.read_link(&dir.join("cwd")));
-        if let Some(b) = item!(self.root.read(&dir.join("cmdline"))) {
+        info.cwd = item!("cwd", self.root.read_link(&dir.join("cwd")));
+        if let Some(b) = item!("cmdline", self.root.read(&dir.join("cmdline"))) {
             info.argv = split_nul(b);
         }
-        if let Some(b) = item!(self.root.read(&dir.join("environ"))) {
+        if let Some(b) = item!("environ", self.root.read(&dir.join("environ"))) {
             info.environ = split_nul(b);
         }
-        if let Some(b) = item!(self.root.read(&dir.join("maps"))) {
+        if let Some(b) = item!("maps", self.root.read(&dir.join("maps"))) {
             info.maps = map_paths(&b);
         }
         let fd_dir = dir.join("fd");
-        if let Some(fds) = item!(self.root.list(&fd_dir)) {
+        if let Some(fds) = item!("fd", self.root.list(&fd_dir)) {
             for fd in fds {
-                // A descriptor closed between the listing and the read is simply gone.
-                if let Ok(target) = self.root.read_link(&fd_dir.join(&fd.name)) {
-                    info.fds.push(target);
+                match classify(self.root.read_link(&fd_dir.join(&fd.name))) {
+                    Item::Read(target) => info.fds.push(target),
+                    // A descriptor closed between the listing and the read is simply gone.
+                    Item::Gone => {}
+                    // A listing the kernel allows but a target it refuses (`ptrace` access):
+                    // the descriptors are as unknown as an unlistable `fd/`.
+                    Item::Unreadable => {
+                        if unread.last() != Some(&"fd") {
+                            unread.push("fd");
+                        }
+                    }
                 }
             }
         }
-        (read_any.then_some(info), unreadable)
+        if unread.is_empty() {
+            return (read_any.then_some(info), None);
+        }
+        let status = match classify(self.root.read(&dir.join("status"))) {
+            Item::Read(s) => Some(s),
+            // Gone since: it references nothing any more.
+            Item::Gone => return (read_any.then_some(info), None),
+            Item::Unreadable => None,
+        };
+        let stat = self.root.read(&dir.join("stat")).ok();
+        let unread = Unread {
+            pid,
+            items: unread,
+            status: status.and_then(|s| parse_status(&s, stat.as_deref())),
+        };
+        (read_any.then_some(info), Some(unread))
     }
 }
 
@@ -250,6 +444,71 @@ mod tests {
     }
 
     #[test]
+    fn reads_who_a_process_runs_as_and_whether_it_is_a_kernel_thread() {
+        let status = b"Name:\tsudo\nUid:\t1000\t0\t0\t0\nGid:\t1000\t0\t0\t0\n\
+CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n";
+        let st = parse_status(status, None).unwrap();
+        assert_eq!(st.uids, [1000, 0, 0, 0]);
+        assert_eq!((st.cap_prm, st.cap_eff), (0x1ff_ffff_ffff, 0x1ff_ffff_ffff));
+        assert!(!st.kernel_thread);
+        // Capabilities it does not show are taken as all of them.
+        let st = parse_status(b"Uid:\t5\t5\t5\t5\n", None).unwrap();
+        assert_eq!(st.cap_prm, u64::MAX);
+        assert_eq!(parse_status(b"Name:\tx\n", None), None, "no Uid line");
+        // Kthread: where the kernel says it, else PF_KTHREAD in stat (comm may hold spaces).
+        let kthread = b"Uid:\t0\t0\t0\t0\nKthread:\t1\n";
+        assert!(parse_status(kthread, None).unwrap().kernel_thread);
+        let stat = b"2 (kthread d) S 0 0 0 0 -1 2129984 0 0";
+        assert!(
+            parse_status(b"Uid:\t0\t0\t0\t0\n", Some(stat))
+                .unwrap()
+                .kernel_thread
+        );
+        let stat = b"7 (sh) S 1 7 7 0 -1 4194560 0 0";
+        assert!(!stat_is_kernel_thread(stat));
+    }
+
+    #[test]
+    fn finds_the_options_of_the_proc_mount_that_hide_processes() {
+        let line = |id: u32, point: &str, opts: &str, fs: &str, sup: &str| {
+            format!("{id} 1 0:21 / {point} {opts} shared:1 - {fs} {fs} {sup}\n")
+        };
+        let plain = line(22, "/proc", "rw,relatime", "proc", "rw");
+        let proc = Path::new("/proc");
+        assert_eq!(hiding_options(plain.as_bytes(), proc), None);
+        // A second procfs mounted over the first: the topmost counts.
+        for (sup, why) in [
+            (
+                "rw,hidepid=invisible",
+                Some("mounted with hidepid=invisible"),
+            ),
+            ("rw,hidepid=2", Some("mounted with hidepid=2")),
+            ("rw,hidepid=0", None),
+            ("rw,hidepid=off", None),
+            ("rw,subset=pid", Some("mounted with subset=pid")),
+        ] {
+            let info = format!("{plain}{}", line(66, "/proc", "rw", "proc", sup));
+            assert_eq!(
+                hiding_options(info.as_bytes(), proc).as_deref(),
+                why,
+                "{sup}"
+            );
+        }
+        // Per-mount options count as well; a mount elsewhere does not.
+        let info = format!(
+            "{plain}{}",
+            line(67, "/proc/sys", "ro", "proc", "hidepid=2")
+        );
+        assert_eq!(hiding_options(info.as_bytes(), proc), None);
+        // Not a procfs at all, and an escaped mount point.
+        let info = line(9, "/srv/my\\040proc", "rw", "tmpfs", "rw");
+        assert_eq!(
+            hiding_options(info.as_bytes(), Path::new("/srv/my proc")).as_deref(),
+            Some("it is a tmpfs mount, not a procfs")
+        );
+    }
+
+    #[test]
     fn scans_this_process() {
         let proc = Procfs::open_default().unwrap();
         let scan = proc.scan().unwrap();
@@ -264,6 +523,8 @@ mod tests {
         );
         assert!(!me.argv.is_empty());
         assert!(proc.invoking_uid().is_ok());
+        assert_eq!(scan.own.uids[0], proc.invoking_uid().unwrap());
+        assert_eq!(scan.hidden, None, "the test machine's /proc hides nothing");
     }
 
     #[test]

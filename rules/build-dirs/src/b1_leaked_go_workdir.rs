@@ -81,6 +81,15 @@ fn judge(cx: &BuildContext<'_>, e: &RootEntry) -> Verdict {
         EntryKind::Symlink => return Verdict::Spare("a symlink, not a directory".into()),
         EntryKind::File | EntryKind::Other => return Verdict::Spare("not a directory".into()),
     }
+    match e.mount_point {
+        Some(false) => {}
+        Some(true) => {
+            return Verdict::Spare(
+                "a mount point (another filesystem than its root's): never reclaimed".into(),
+            )
+        }
+        None => return Verdict::Spare("cannot check whether it is a mount point".into()),
+    }
     if e.uid != cx.config.uid {
         return Verdict::Spare(format!("owned by uid {}, not by the invoking user", e.uid));
     }
@@ -105,6 +114,9 @@ fn judge(cx: &BuildContext<'_>, e: &RootEntry) -> Verdict {
     }
     if let Some(r) = cx.live_reference(&e.name) {
         return Verdict::Spare(format!("referenced by a live process: {r}"));
+    }
+    if let Some(why) = cx.processes.unseen_user(e.mode) {
+        return Verdict::Spare(why);
     }
     Verdict::Reclaim(match interrupted {
         Some(run) => format!(

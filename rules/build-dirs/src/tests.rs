@@ -31,6 +31,8 @@ fn dir(name: &str, age: i64) -> RootEntry {
         has_git: Some(false),
         dev: 1,
         ino: 42,
+        mode: 0o040700,
+        mount_point: Some(false),
     }
 }
 
@@ -50,6 +52,15 @@ fn plan_with(
     processes: Vec<ProcessInfo>,
     interrupted: &[Interrupted],
 ) -> RuleOutput<NoCounts> {
+    plan_seeing(entries, ProcessRefs::from_processes(processes), interrupted)
+}
+
+/// [`plan_with`] over references already judged (with processes that could not be read).
+fn plan_seeing(
+    entries: Vec<RootEntry>,
+    processes: ProcessRefs,
+    interrupted: &[Interrupted],
+) -> RuleOutput<NoCounts> {
     let listing = RootListing {
         root: ROOT.into(),
         canonical: "/real/tmp".into(),
@@ -63,7 +74,7 @@ fn plan_with(
     };
     let out = LeakedGoWorkdir.plan(&BuildContext {
         listing: &listing,
-        processes: &ProcessRefs::from_processes(processes),
+        processes: &processes,
         interrupted,
         config: &config,
     });
@@ -323,4 +334,114 @@ fn the_rule_page_has_its_sections_in_order() {
     for r in RULES {
         assert_eq!(engine::missing_page_section(r.doc()), None, "{}", r.code());
     }
+}
+
+#[test]
+fn b1_spares_a_mount_point_or_a_dir_it_cannot_check_for_one() {
+    let mounted = RootEntry {
+        mount_point: Some(true),
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(
+        spared(&plan(vec![mounted])),
+        "a mount point (another filesystem than its root's): never reclaimed"
+    );
+    let unknown = RootEntry {
+        mount_point: None,
+        ..dir("go-build1", 2 * DAY)
+    };
+    assert_eq!(
+        spared(&plan(vec![unknown])),
+        "cannot check whether it is a mount point"
+    );
+}
+
+/// What the scan could not read, judged for [`ME`]: a process of `uids`, capabilities
+/// `caps` (permitted and effective), or no status at all.
+fn unread(status: Option<([u32; 4], u64)>, hidden: Option<&str>) -> ProcessRefs {
+    use fsroot::procfs::{ProcStatus, ProcessScan, Unread};
+    let own = ProcStatus {
+        uids: [ME; 4],
+        cap_bnd: u64::MAX >> 23,
+        ..ProcStatus::default()
+    };
+    let unread = Unread {
+        pid: 4242,
+        items: vec!["cwd", "environ", "maps", "fd"],
+        status: status.map(|(uids, caps)| ProcStatus {
+            uids,
+            cap_prm: caps,
+            cap_eff: caps,
+            cap_bnd: u64::MAX >> 23,
+            kernel_thread: false,
+        }),
+    };
+    ProcessRefs::from_scan(ProcessScan {
+        unread: vec![unread],
+        unreadable: 4,
+        hidden: hidden.map(str::to_owned),
+        own,
+        ..ProcessScan::default()
+    })
+}
+
+#[test]
+fn b1_reclaims_nothing_while_a_process_of_mine_cannot_be_read() {
+    let refs = unread(Some(([ME; 4], 0)), None);
+    let why = spared(&plan_seeing(vec![dir("go-build1", 2 * DAY)], refs, &[])).to_owned();
+    assert_eq!(
+        why,
+        "not known to be unused: pid 4242 runs as the invoking user (uid 1000) and its cwd, \
+         environ, maps, fd cannot be read"
+    );
+    // A program the user started that runs as root (sudo: real uid mine) counts as mine.
+    let sudo = unread(Some(([ME, 0, 0, 0], u64::MAX >> 23)), None);
+    let why = spared(&plan_seeing(vec![dir("go-build1", 2 * DAY)], sudo, &[])).to_owned();
+    assert!(why.contains("pid 4242 runs as the invoking user"), "{why}");
+    // Nor while the owner of an unread process is unknown, or /proc hides processes.
+    let unknown = unread(None, None);
+    let why = spared(&plan_seeing(vec![dir("go-build1", 2 * DAY)], unknown, &[])).to_owned();
+    assert!(why.contains("nor whom it runs as"), "{why}");
+    let hidden = unread(None, Some("mounted with hidepid=invisible"));
+    let why = spared(&plan_seeing(vec![dir("go-build1", 2 * DAY)], hidden, &[])).to_owned();
+    assert_eq!(
+        why,
+        "not known to be unused: the process table may hide processes (mounted with \
+         hidepid=invisible)"
+    );
+}
+
+#[test]
+fn b1_an_unread_process_of_another_user_spares_only_dirs_open_to_others() {
+    let other = || unread(Some(([1001; 4], 0)), None);
+    let closed = dir("go-build1", 2 * DAY);
+    assert_eq!(
+        plan_seeing(vec![closed.clone()], other(), &[])
+            .proposals
+            .len(),
+        1,
+        "mode 0700: another user cannot be inside"
+    );
+    for mode in [0o040755, 0o040710, 0o040701] {
+        let open = RootEntry {
+            mode,
+            ..closed.clone()
+        };
+        let why = spared(&plan_seeing(vec![open], other(), &[])).to_owned();
+        assert_eq!(
+            why,
+            format!(
+                "not known to be unused: pid 4242 of uid 1001 cannot be read, and the \
+                 directory lets other users in (mode {:04o})",
+                mode & 0o7777
+            )
+        );
+    }
+    // A privileged process (root's daemons, as an ordinary user sees them) is trusted.
+    let root = unread(Some(([0; 4], u64::MAX >> 23)), None);
+    let open = RootEntry {
+        mode: 0o040755,
+        ..closed
+    };
+    assert_eq!(plan_seeing(vec![open], root, &[]).proposals.len(), 1);
 }

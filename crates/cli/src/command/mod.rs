@@ -298,7 +298,11 @@ fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
                 crate::sweep::sweep_build_dirs(&opts)
             })?;
             printer.sweep(&report);
-            if s.check && (!report.plan.actions.is_empty() || report.plan.deferred > 0) {
+            // A directory kept because a process could not be read fails even --check.
+            if s.check
+                && !report.failed()
+                && (!report.plan.actions.is_empty() || report.plan.deferred > 0)
+            {
                 return Ok(3);
             }
             Ok(u8::from(report.failed()))

@@ -752,3 +752,453 @@ fn a_sweep_never_crosses_a_bind_mount_inside_a_work_directory() {
         out.stderr
     );
 }
+
+// ---- processes the sweep cannot read, and mount points -----------------------------------
+
+/// The uid the sweeps below run as, and another ordinary user: uids no other test runs as,
+/// so that the non-dumpable processes of other tests (a `setpriv` is one between its
+/// `setresuid` and its `exec`) are another user's to these sweeps, which keeps only
+/// directories open to other users.
+const SWEEPER: u32 = 65520;
+const OTHER_USER: u32 = 65521;
+
+/// The tests below run one at a time: each one's processes are another's unread processes.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Hands a [`leaked_root`] to [`SWEEPER`]: the temp dir searchable by all, the root (and
+/// everything in it) and the state directory owned by that user. Work directories stay
+/// mode 0700, as Go creates them, but `open` ones are made 0755.
+fn hand_to_sweeper(tmp: &Path, root: &Path, state: &Path, open: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(state).unwrap();
+    chown_recursive(root, SWEEPER).unwrap();
+    chown_recursive(state, SWEEPER).unwrap();
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let mode = if open.contains(&name.as_str()) {
+                0o755
+            } else {
+                0o700
+            };
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+}
+
+/// A process of user `uid`, working in `cwd`, that has made itself non-dumpable
+/// (`prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent and gpg-agent do): only root reads its `cwd`,
+/// `environ`, `maps` and `fd/`. Returns once it has.
+fn not_dumpable(uid: u32, cwd: &Path) -> Live {
+    use std::io::BufRead;
+    const SCRIPT: &str = "import ctypes, os, sys, time\n\
+        os.chdir(os.environ['WORK_IN'])\n\
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:\n\
+        \x20   sys.exit('prctl(PR_SET_DUMPABLE) failed')\n\
+        print('ready', flush=True)\n\
+        time.sleep(120)\n";
+    let uid_arg = |flag: &str| format!("--{flag}={uid}");
+    let mut child = command("setpriv")
+        .args([&uid_arg("reuid"), &uid_arg("regid"), "--clear-groups"])
+        .args(["/usr/bin/python3", "-c", SCRIPT])
+        // In the environment, which only the process itself (and root) can read: its argv
+        // names nothing.
+        .env("WORK_IN", cwd)
+        .current_dir("/")
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start a non-dumpable process (setpriv, /usr/bin/python3)");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n", "the non-dumpable helper did not start");
+    Live { child }
+}
+
+/// The `skipped` reasons of a sweep's JSON, by path.
+fn skipped_whys(report: &Value) -> Vec<(String, String)> {
+    report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["path"].as_str().unwrap().to_owned(),
+                k["why"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn errors_text(report: &Value) -> String {
+    report["summary"]["errors"].to_string()
+}
+
+/// Build-dirs.md rule 6 as an ordinary user: a non-dumpable process of that very user can
+/// be in any of the user's directories and the sweep cannot read where, so nothing is
+/// reclaimed, the reason names the process, and the run fails; once it is gone, the same
+/// sweep reclaims both directories.
+#[test]
+fn a_process_of_the_invoking_user_that_cannot_be_read_keeps_every_directory() {
+    let _one = one_at_a_time();
+    if !am_root() {
+        println!("SKIPPED: running as another uid needs root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    hand_to_sweeper(tmp.path(), &root, &state, &[]);
+    let agent = not_dumpable(SWEEPER, &root.join("go-build3001/b001"));
+    let root_arg = root.to_str().unwrap();
+    let out = doctor(&["--root", root_arg, "--json"], &state)
+        .by_user(SWEEPER)
+        .run();
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(root.join("go-build3000/b001/_pkg_.a").exists());
+    assert!(root.join("go-build3001/b001/_pkg_.a").exists());
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_valid("sweep-output", &report);
+    let why = format!(
+        "not known to be unused: pid {} runs as the invoking user (uid {SWEEPER}) and its cwd, \
+         environ, maps, fd cannot be read",
+        agent.pid()
+    );
+    assert_eq!(
+        skipped_whys(&report),
+        [
+            ("go-build3000".to_owned(), why.clone()),
+            ("go-build3001".to_owned(), why)
+        ]
+    );
+    assert!(
+        errors_text(&report).contains("not every process could be read, so 2 directories"),
+        "{}",
+        errors_text(&report)
+    );
+    // The dry run and --check say the same, and fail alike.
+    let check = doctor(&["--root", root_arg, "--check"], &state)
+        .by_user(SWEEPER)
+        .run();
+    assert_eq!(check.code, Some(1), "{}", check.stdout);
+    drop(agent);
+    let out = doctor(&["--root", root_arg], &state).by_user(SWEEPER).run();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(!root.join("go-build3000").exists() && !root.join("go-build3001").exists());
+}
+
+/// Another ordinary user's process cannot be read either, but it can only be inside a
+/// directory that lets other users in: a work directory Go made (0700) is still reclaimed,
+/// one opened to others (0755) is kept, with why, and the run fails.
+#[test]
+fn another_users_process_that_cannot_be_read_keeps_only_directories_open_to_it() {
+    let _one = one_at_a_time();
+    if !am_root() {
+        println!("SKIPPED: running as another uid needs root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    hand_to_sweeper(tmp.path(), &root, &state, &["go-build3001"]);
+    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"));
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state)
+        .by_user(SWEEPER)
+        .run();
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(!root.join("go-build3000").exists(), "0700: reclaimed");
+    assert!(root.join("go-build3001/b001/_pkg_.a").exists());
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let skipped = skipped_whys(&report);
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    // The reason names the first such process: ours, unless another test's runs now.
+    let (path, why) = &skipped[0];
+    assert_eq!(path, "go-build3001");
+    assert!(
+        why.starts_with("not known to be unused: pid ")
+            && why.ends_with(" cannot be read, and the directory lets other users in (mode 0755)"),
+        "{why}"
+    );
+    drop(theirs);
+    assert!(errors_text(&report).contains("so 1 directory that one of them may be using was"));
+}
+
+/// The executor applies the same rule to its fresh read of `/proc` right before each
+/// deletion: a non-dumpable process of the invoking user that starts while the first
+/// directory is being deleted keeps the second.
+#[test]
+fn a_process_that_cannot_be_read_found_right_before_a_deletion_keeps_the_directory() {
+    let _one = one_at_a_time();
+    if !am_root() {
+        println!("SKIPPED: running as another uid needs root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    hand_to_sweeper(tmp.path(), &root, &state, &[]);
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    chown_recursive(&elsewhere, SWEEPER).unwrap();
+    let agent = std::cell::RefCell::new(None);
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state)
+        .by_user(SWEEPER)
+        .run_paused(vec![(
+            "delete go-build3000/b001/_pkg_.a",
+            Box::new(|| *agent.borrow_mut() = Some(not_dumpable(SWEEPER, &elsewhere))),
+        )]);
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        !root.join("go-build3000").exists(),
+        "planned and deleted first"
+    );
+    assert!(
+        root.join("go-build3001/b001/_pkg_.a").exists(),
+        "{}",
+        out.stdout
+    );
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let outcome = &report["outcomes"][1];
+    assert_eq!(outcome["outcome"], "skipped", "{outcome}");
+    let pid = agent.borrow().as_ref().unwrap().pid();
+    assert!(
+        outcome["why"].as_str().unwrap().starts_with(&format!(
+            "not known to be unused: pid {pid} runs as the invoking user"
+        )),
+        "{outcome}"
+    );
+    assert!(errors_text(&report).contains("not every process could be read"));
+}
+
+/// Whether this machine lets the tests mount inside a mount namespace of their own (root
+/// in a container without `CAP_SYS_ADMIN` does not).
+fn can_mount_in_a_namespace() -> bool {
+    command("unshare")
+        .args([
+            "-m",
+            "--propagation",
+            "private",
+            "mount",
+            "-t",
+            "tmpfs",
+            "none",
+            "/mnt",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `doctor <args>` as [`SWEEPER`] inside a mount namespace of its own whose `/proc` is a fresh
+/// procfs mounted with `options`, its state under `state`.
+fn sweep_in_private_proc(options: &str, args: &[&str], state: &Path) -> std::process::Output {
+    let script = "mount -t proc -o \"$1\" proc /proc || exit 99; shift; exec \"$@\"";
+    let mut cmd = command("unshare");
+    cmd.args([
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        options,
+    ])
+    .arg("setpriv")
+    .args([format!("--reuid={SWEEPER}"), format!("--regid={SWEEPER}")])
+    .arg("--clear-groups")
+    .arg(env!("CARGO_BIN_EXE_doctor"))
+    .arg("--sweep-build-dirs")
+    .args(args)
+    .env("XDG_STATE_HOME", state);
+    let out = cmd.output().expect("run unshare");
+    assert_ne!(
+        out.status.code(),
+        Some(99),
+        "mount -t proc -o {options} failed"
+    );
+    out
+}
+
+/// A `/proc` mounted `hidepid=invisible` shows an ordinary user only its own processes: the
+/// sweep cannot know what the others use, so it reclaims nothing, names the mount option and
+/// fails. Without it (the same private mount, no `hidepid`), it reclaims what it may.
+#[test]
+fn a_proc_that_hides_processes_reclaims_nothing() {
+    let _one = one_at_a_time();
+    if !am_root() {
+        println!("SKIPPED: mount namespaces and other uids need root");
+        return;
+    }
+    if !can_mount_in_a_namespace() {
+        println!("SKIPPED: mounting in a mount namespace is not permitted here");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    hand_to_sweeper(tmp.path(), &root, &state, &["go-build3001"]);
+    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"));
+    let root_arg = root.to_str().unwrap();
+    let out = sweep_in_private_proc("hidepid=invisible", &["--root", root_arg, "--json"], &state);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(root.join("go-build3000/b001/_pkg_.a").exists(), "{stdout}");
+    assert!(root.join("go-build3001/b001/_pkg_.a").exists(), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let why = "not known to be unused: the process table may hide processes (mounted with \
+               hidepid=invisible)";
+    assert_eq!(
+        skipped_whys(&report),
+        [
+            ("go-build3000".to_owned(), why.to_owned()),
+            ("go-build3001".to_owned(), why.to_owned())
+        ]
+    );
+    // The same private procfs without hidepid: the 0700 directory is reclaimed, the one the
+    // other user's process may be in is kept.
+    let out = sweep_in_private_proc("rw", &["--root", root_arg, "--json"], &state);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(!root.join("go-build3000").exists(), "{stdout}");
+    assert!(root.join("go-build3001").exists(), "{stdout}");
+    drop(theirs);
+}
+
+/// A work directory that is itself a mount point (a tmpfs mounted at `go-build<n>`, inside a
+/// mount namespace of the test's own): B1 spares it with why, nothing in the mounted
+/// filesystem is deleted, and the ordinary directory beside it is reclaimed.
+#[test]
+fn a_work_directory_that_is_a_mount_point_is_never_reclaimed() {
+    if !am_root() {
+        println!("SKIPPED: mounting a tmpfs needs root");
+        return;
+    }
+    if !can_mount_in_a_namespace() {
+        println!("SKIPPED: mounting in a mount namespace is not permitted here");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    let point = root.join("go-build3001");
+    let report_file = tmp.path().join("report.json");
+    let old = (SystemTime::now() - Duration::from_secs(3 * 3600))
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // The paths come on stdin, so that the shell, alive while the doctor runs, references
+    // none of them through its argv or environment.
+    let script = r#"set -e
+        read -r point; read -r old; read -r doctor; read -r root; read -r report
+        mount -t tmpfs -o mode=0700 none "$point"
+        mkdir "$point/b001"
+        echo data > "$point/b001/_pkg_.a"
+        touch -d "@$old" "$point/b001" "$point"
+        set +e
+        "$doctor" --sweep-build-dirs --root "$root" --json > "$report"
+        echo "rc=$?"
+        test -f "$point/b001/_pkg_.a" && echo survived"#;
+    let mut child = command("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script])
+        .current_dir("/")
+        .env("XDG_STATE_HOME", &state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run unshare");
+    let lines = [
+        point.clone(),
+        PathBuf::from(old.to_string()),
+        PathBuf::from(env!("CARGO_BIN_EXE_doctor")),
+        root.clone(),
+        report_file.clone(),
+    ];
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for l in &lines {
+            writeln!(stdin, "{}", l.display()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let report = std::fs::read_to_string(&report_file).unwrap_or_default();
+    assert!(
+        said.contains("rc=0") && said.contains("survived"),
+        "{said}\n{}\n{report}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(
+        skipped_whys(&report),
+        [(
+            "go-build3001".to_owned(),
+            "a mount point (another filesystem than its root's): never reclaimed".to_owned()
+        )]
+    );
+    assert!(
+        !root.join("go-build3000").exists(),
+        "the ordinary one is reclaimed"
+    );
+}
+
+/// A directory mounted over a planned work directory between planning and deletion: the
+/// executor's check right before deleting finds the mount point and skips it, naming why, and
+/// nothing of the mounted directory is deleted. (A bind mount in the test's own namespace,
+/// unmounted when done.) Needs root.
+#[test]
+fn a_work_directory_mounted_over_after_planning_is_skipped_by_the_executor() {
+    if !am_root() {
+        println!("SKIPPED: bind mounts need root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    let source = tmp.path().join("source");
+    std::fs::create_dir_all(source.join("b001")).unwrap();
+    std::fs::write(source.join("b001/_pkg_.a"), "mounted\n").unwrap();
+    let point = root.join("go-build3001");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let mounted = std::cell::RefCell::new(None);
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state).run_paused(vec![(
+        "delete go-build3000/b001/_pkg_.a",
+        Box::new(|| {
+            let ok = Command::new("mount")
+                .arg("--bind")
+                .arg(&source)
+                .arg(&point)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "mount --bind");
+            *mounted.borrow_mut() = Some(Unmount(point.clone()));
+        }),
+    )]);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["outcomes"][0]["outcome"], "applied");
+    assert_eq!(
+        report["outcomes"][1]["why"],
+        "now a mount point (another filesystem than its root's): never reclaimed",
+        "{}",
+        report["outcomes"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(source.join("b001/_pkg_.a")).unwrap(),
+        "mounted\n"
+    );
+    drop(mounted);
+}

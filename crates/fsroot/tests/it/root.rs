@@ -426,3 +426,56 @@ fn a_released_lock_is_free_while_another_process_holds_a_copy_of_its_descriptor(
         "a released lock must not stay held through another process's copy: {again:?}"
     );
 }
+
+/// A directory that is itself a mount point (here a bind mount of another directory, in this
+/// test's mount namespace, unmounted when done) is never emptied: `remove_tree` refuses it
+/// before deleting anything, and `is_mount_point` says so. Needs root (`mount --bind`).
+#[test]
+fn remove_tree_refuses_a_directory_that_is_a_mount_point() {
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !is_root {
+        println!("SKIPPED: bind mounts need root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mounted = tempfile::tempdir().unwrap();
+    std::fs::create_dir(mounted.path().join("b001")).unwrap();
+    std::fs::write(mounted.path().join("b001/_pkg_.a"), b"keep").unwrap();
+    let point = tmp.path().join("go-build1");
+    std::fs::create_dir(&point).unwrap();
+    std::fs::create_dir(tmp.path().join("plain")).unwrap();
+    let ok = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(mounted.path())
+        .arg(&point)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("SKIPPED: mount --bind is not permitted here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+    let _unmount = Unmount(point.clone());
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    assert!(root.is_mount_point(Path::new("go-build1")).unwrap());
+    assert!(!root.is_mount_point(Path::new("plain")).unwrap());
+    let err = root.remove_tree(Path::new("go-build1")).unwrap_err();
+    assert!(err.to_string().contains("go-build1: "), "{err}");
+    assert!(err.to_string().contains("mount point"), "{err}");
+    assert_eq!(
+        std::fs::read(mounted.path().join("b001/_pkg_.a")).unwrap(),
+        b"keep",
+        "nothing of the mounted directory is deleted"
+    );
+}

@@ -32,7 +32,8 @@ pub struct Doctor {
     args: Vec<OsString>,
     /// In order; `None` removes the variable.
     env: Vec<(OsString, Option<OsString>)>,
-    nobody: bool,
+    /// Runs as this uid (and gid), with no supplementary groups.
+    user: Option<u32>,
     mem_limit: Option<u64>,
     file_size_limit: Option<u64>,
     terminal: bool,
@@ -61,7 +62,7 @@ impl Doctor {
         Doctor {
             args: Vec::new(),
             env: Vec::new(),
-            nobody: false,
+            user: None,
             mem_limit: None,
             file_size_limit: None,
             terminal: false,
@@ -106,8 +107,13 @@ impl Doctor {
     }
 
     /// Runs as user and group 65534 with no supplementary groups (`setpriv`; needs root).
-    pub fn by_nobody(mut self) -> Doctor {
-        self.nobody = true;
+    pub fn by_nobody(self) -> Doctor {
+        self.by_user(65534)
+    }
+
+    /// Runs as user and group `uid` with no supplementary groups (`setpriv`; needs root).
+    pub fn by_user(mut self, uid: u32) -> Doctor {
+        self.user = Some(uid);
         self
     }
 
@@ -162,14 +168,14 @@ impl Doctor {
                 .map(OsString::from),
             );
         }
-        if self.nobody {
+        if let Some(uid) = self.user {
             argv.extend(
                 [
-                    "setpriv",
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "--",
+                    "setpriv".to_owned(),
+                    format!("--reuid={uid}"),
+                    format!("--regid={uid}"),
+                    "--clear-groups".to_owned(),
+                    "--".to_owned(),
                 ]
                 .map(OsString::from),
             );
