@@ -975,6 +975,54 @@ fn a_temporary_file_is_not_restored_under_a_holder() {
     assert_eq!(std::fs::read(s.join(in_store)).unwrap(), b"a thread record");
 }
 
+/// A host writing a new thread record with the doctor's library died before the rename: its
+/// store's `threads/` holds only that temporary file. The first repair sets the file aside (the
+/// store holds work until then), the second sets the now empty store aside. Restoring the first
+/// run alone must not create `a/runtime/threads/` (the doctor never creates missing directories
+/// in a store): that skeleton would stand at the store's path and make the restore of the
+/// store itself refuse it as occupied. The file is refused with the reason, dry and real, and
+/// once the store is back it goes back into it.
+#[test]
+fn a_temporary_file_is_not_restored_into_a_store_that_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::stores::empty_store(&s, "a/runtime");
+    let temp = "a/runtime/threads/.th-new.json.doctor-tmp-9999999-0";
+    crate::stores::write(&s, temp, b"a host's newest save");
+    crate::stores::write(&s, ".reconcile/receipts.jsonl", b"");
+    let (code, first, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{first:#}");
+    assert_eq!(first["interrupted_writes"], serde_json::json!([temp]));
+    let (code, second, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{second:#}");
+    assert_eq!(planned_paths(&second), ["a/runtime"], "{second:#}");
+    assert!(!s.join("a").exists(), "{second:#}");
+    let (first, second) = (
+        first["run"].as_str().unwrap().to_owned(),
+        second["run"].as_str().unwrap().to_owned(),
+    );
+
+    let why = "its directory a/runtime/threads is gone (restore first the run that set its store \
+               aside): kept";
+    let (code, dry, _) = doctor(&s, &["--restore", &first, "--dry-run"]);
+    assert_eq!(code, 1, "{dry:#}");
+    assert_eq!(whys(&dry), [(temp, why)], "{dry:#}");
+    let (code, out, _) = doctor(&s, &["--restore", &first]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(whys(&out), [(temp, why)], "{out:#}");
+    assert!(!s.join("a").exists(), "no store skeleton: {out:#}");
+
+    let (code, out, stderr) = doctor(&s, &["--restore", &second]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    let (code, out, stderr) = doctor(&s, &["--restore", &first]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(
+        std::fs::read(s.join(temp)).unwrap(),
+        b"a host's newest save"
+    );
+    assert!(s.join("a/runtime/owner.json").is_file());
+}
+
 #[test]
 fn apply_plan_refuses_actions_no_sessions_rule_plans() {
     let (_tmp, s) = demo_with_old_artifacts();
