@@ -963,6 +963,10 @@ fn restore_actions(
             );
             continue;
         }
+        if let Some(why) = temporary_file_home_gone(root, kind, &line.original) {
+            out.refuse(&line.original, &line.rule, why);
+            continue;
+        }
         let by = match line.writer {
             Writer::Doctor => format!("run {run}"),
             Writer::App => format!("the app's run {run}"),
@@ -986,6 +990,25 @@ fn restore_actions(
         out.push(a);
     }
     Ok(out)
+}
+
+/// Why a temporary file cannot go back now: it was taken from a store's `threads/`, and that
+/// directory is gone (a later run set the store aside). The doctor never creates missing
+/// directories in a store (store-format.md, Version 2), and a skeleton at the store's path would
+/// stand in the way of the restore of the store itself. `None`: it may go back.
+pub fn temporary_file_home_gone(root: &Root, kind: ItemKind, original: &str) -> Option<String> {
+    if kind != ItemKind::TemporaryFile {
+        return None;
+    }
+    let store = crate::housekeeping::store_of_temp(original)?;
+    let threads = format!("{store}/threads");
+    match root.stat(Path::new(&threads)) {
+        Ok(Some(s)) if s.kind == EntryKind::Dir => None,
+        _ => Some(format!(
+            "its directory {threads} is gone (restore first the run that set its store aside): \
+             kept"
+        )),
+    }
 }
 
 /// Why a run cannot be purged without `--force`.

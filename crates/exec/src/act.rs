@@ -471,6 +471,13 @@ impl Act<'_> {
                 .map_err(fail)?;
             return Ok(extra);
         }
+        // A temporary file goes back into a store's `threads/` only while that directory is
+        // there (re-checked: the store may have been set aside since planning).
+        if let Some(why) =
+            engine::admin::temporary_file_home_gone(self.root, kind, &self.action.path)
+        {
+            return Err(Refusal::Skip(why));
+        }
         // A store found at its path is a restore cut short midway, which the precondition
         // check established; anything else there is someone else's.
         let store = kind == ItemKind::RuntimeStore;

@@ -187,9 +187,9 @@ impl Target for SessionsTarget<'_> {
 }
 
 /// The session an action's item belongs to: the stem of `<id>.json` or the first component
-/// (for a temporary file in S itself, the document it was writing).
+/// (for a temporary file in S itself, set aside or put back, the document it was writing).
 fn session_of(a: &PlannedAction) -> String {
-    if housekeeping::is_housekeeping(&a.action) {
+    if is_temporary_file(&a.action) {
         return housekeeping::session_of_temp(&a.path);
     }
     // The finish of a store move: the session is the store's, where it still is.
@@ -219,11 +219,22 @@ fn store_of(a: &PlannedAction) -> Option<&str> {
         Action::UnbindThread | Action::RecoverThread { .. } | Action::BindThread { .. } => {
             thread_store()
         }
-        Action::SetAside {
-            kind: ItemKind::TemporaryFile,
-        } => housekeeping::store_of_temp(&a.path),
+        // A temporary file in a store's `threads/`, set aside or put back.
+        action if is_temporary_file(action) => housekeeping::store_of_temp(&a.path),
         _ => None,
     }
+}
+
+/// Whether `action` moves a temporary file: housekeeping's set-aside, or its restore.
+fn is_temporary_file(action: &Action) -> bool {
+    housekeeping::is_housekeeping(action)
+        || matches!(
+            action,
+            Action::Restore {
+                kind: ItemKind::TemporaryFile,
+                ..
+            }
+        )
 }
 
 fn lock_store(root: &WritableRoot, store: &str) -> Result<Option<LockGuard>, Refusal> {

@@ -887,6 +887,145 @@ fn restore_never_touches_a_held_store() {
     );
 }
 
+/// The outcome and why of the planned action on `path` in an admin report.
+fn outcome_of(out: &Value, path: &str) -> (Value, Value) {
+    let seq = out["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is not planned: {out:#}"))["seq"]
+        .clone();
+    let o = out["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["seq"] == seq)
+        .unwrap_or_else(|| panic!("{path} has no outcome: {out:#}"));
+    (o["outcome"].clone(), o["why"].clone())
+}
+
+/// A temporary file housekeeping set aside goes back only where nobody holds anything, as it
+/// was taken: not into the `threads/` of a store a host now holds (invariants.md: a held store
+/// and anything under it are skipped), not beside the document of a session that is now live.
+/// Both are skipped with their reason and left in the run; once the holders are gone, both go
+/// back.
+#[test]
+fn a_temporary_file_is_not_restored_under_a_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::stores::write(
+        &s,
+        "alpha.json",
+        crate::stores::pretty(&crate::stores::document("alpha")),
+    );
+    crate::stores::store_with_thread(&s, "alpha/runtime", "th-a", Some("alpha"), 0);
+    let in_store = "alpha/runtime/threads/.th-a.json.doctor-tmp-9999999-1";
+    let beside = ".alpha.json.doctor-tmp-9999999-0";
+    crate::stores::write(&s, in_store, b"a thread record");
+    crate::stores::write(&s, beside, b"a document");
+    crate::stores::write(&s, ".late-usage/alpha.live", b"");
+    let (code, out, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    let run = out["run"].as_str().unwrap().to_owned();
+    assert!(
+        !s.join(in_store).exists() && !s.join(beside).exists(),
+        "{out:#}"
+    );
+
+    let holder = common::Holder::spawn(&[
+        s.join("alpha/runtime/runtime-process.owner.lock"),
+        s.join(".late-usage/alpha.live"),
+    ]);
+    let (code, out, _) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 1, "a restore that could not put an item back fails");
+    assert_eq!(
+        outcome_of(&out, beside),
+        ("skipped".into(), "session is live".into()),
+        "{out:#}"
+    );
+    assert_eq!(
+        outcome_of(&out, in_store),
+        ("skipped".into(), "session is live".into()),
+        "{out:#}"
+    );
+    assert!(!s.join(in_store).exists() && !s.join(beside).exists());
+
+    // The store alone held: the file in it stays; the one beside the document goes back.
+    drop(holder);
+    let holder = common::Holder::spawn(&[s.join("alpha/runtime/runtime-process.owner.lock")]);
+    let (code, out, _) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(
+        outcome_of(&out, in_store),
+        (
+            "skipped".into(),
+            "store is in use by another process".into()
+        ),
+        "{out:#}"
+    );
+    assert_eq!(
+        outcome_of(&out, beside),
+        ("applied".into(), Value::Null),
+        "{out:#}"
+    );
+    assert!(!s.join(in_store).exists(), "never into a held store");
+    assert_eq!(std::fs::read(s.join(beside)).unwrap(), b"a document");
+
+    drop(holder);
+    let (code, out, stderr) = doctor(&s, &["--restore", &run]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(std::fs::read(s.join(in_store)).unwrap(), b"a thread record");
+}
+
+/// A host writing a new thread record with the doctor's library died before the rename: its
+/// store's `threads/` holds only that temporary file. The first repair sets the file aside (the
+/// store holds work until then), the second sets the now empty store aside. Restoring the first
+/// run alone must not create `a/runtime/threads/` (the doctor never creates missing directories
+/// in a store): that skeleton would stand at the store's path and make the restore of the
+/// store itself refuse it as occupied. The file is refused with the reason, dry and real, and
+/// once the store is back it goes back into it.
+#[test]
+fn a_temporary_file_is_not_restored_into_a_store_that_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("S");
+    crate::stores::empty_store(&s, "a/runtime");
+    let temp = "a/runtime/threads/.th-new.json.doctor-tmp-9999999-0";
+    crate::stores::write(&s, temp, b"a host's newest save");
+    crate::stores::write(&s, ".reconcile/receipts.jsonl", b"");
+    let (code, first, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{first:#}");
+    assert_eq!(first["interrupted_writes"], serde_json::json!([temp]));
+    let (code, second, stderr) = doctor(&s, &["--repair-sessions"]);
+    assert_eq!(code, 0, "{stderr}\n{second:#}");
+    assert_eq!(planned_paths(&second), ["a/runtime"], "{second:#}");
+    assert!(!s.join("a").exists(), "{second:#}");
+    let (first, second) = (
+        first["run"].as_str().unwrap().to_owned(),
+        second["run"].as_str().unwrap().to_owned(),
+    );
+
+    let why = "its directory a/runtime/threads is gone (restore first the run that set its store \
+               aside): kept";
+    let (code, dry, _) = doctor(&s, &["--restore", &first, "--dry-run"]);
+    assert_eq!(code, 1, "{dry:#}");
+    assert_eq!(whys(&dry), [(temp, why)], "{dry:#}");
+    let (code, out, _) = doctor(&s, &["--restore", &first]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(whys(&out), [(temp, why)], "{out:#}");
+    assert!(!s.join("a").exists(), "no store skeleton: {out:#}");
+
+    let (code, out, stderr) = doctor(&s, &["--restore", &second]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    let (code, out, stderr) = doctor(&s, &["--restore", &first]);
+    assert_eq!(code, 0, "{stderr}\n{out:#}");
+    assert_eq!(
+        std::fs::read(s.join(temp)).unwrap(),
+        b"a host's newest save"
+    );
+    assert!(s.join("a/runtime/owner.json").is_file());
+}
+
 #[test]
 fn apply_plan_refuses_actions_no_sessions_rule_plans() {
     let (_tmp, s) = demo_with_old_artifacts();

@@ -1084,6 +1084,13 @@ fn every_schema_rejects_broken_instances() {
     assert_rejects_edit("plan", &plan, "a negative deferred", |v| {
         v["plan"]["deferred"] = json!(-1)
     });
+    // Earlier versions planned `remove_temp` (a deletion); the doctor refuses such a plan, so
+    // the plan schema does not describe one.
+    assert_rejects_edit("plan", &plan, "a remove_temp action", |v| {
+        let a = &mut v["plan"]["actions"][0];
+        a["action"] = json!("remove_temp");
+        a.as_object_mut().unwrap().remove("kind");
+    });
 
     let m = "manifest-line";
     assert_rejects_edit(m, &manifest, "a document without sha256", |v| {

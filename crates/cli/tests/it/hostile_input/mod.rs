@@ -16,7 +16,7 @@
 //! - `special_files.rs` (c39-c41, c57, c58, c60, c61, c70): fifos, devices and sockets, at the
 //!   store's files and at the doctor's own;
 //! - `filesystems.rs` (c43-c47): a read-only S, ENOSPC, EXDEV;
-//! - `races.rs` (c50-c55, c64-c66, c69): the real binary stopped right before one mutation with
+//! - `races.rs` (c50-c55, c64-c66, c69, c92): the real binary stopped right before one mutation with
 //!   the pause hook (`DOCTOR_PAUSE_BEFORE`), the store changed inside that window, the run let
 //!   go on;
 //! - `own_records.rs` (c49, c59, c62, c63): the doctor's own files tampered with or unwritable.

@@ -1,4 +1,4 @@
-//! c50-c55, c64-c66, c69. Races, made deterministic by the pause hook (`DOCTOR_PAUSE_BEFORE`):
+//! c50-c55, c64-c66, c69, c92. Races, made deterministic by the pause hook (`DOCTOR_PAUSE_BEFORE`):
 //! the real binary stops right before the named mutation, the test changes the store inside
 //! that window (a document saved, a file created, a store or a document swapped, a lock taken,
 //! a directory at a temporary file's name), then lets it go on.
@@ -515,5 +515,40 @@ fn c69_a_previous_version_copy_never_replaces_what_is_at_its_path() {
     assert!(
         o["outcome"] == "failed" || o["outcome"] == "skipped",
         "{o}: {said}"
+    );
+}
+
+/// c92. A restore puts back two temporary files: one beside a document in S, one in the
+/// `threads/` of a store. While the first goes back, the store is taken away (as a repair that
+/// sets it aside would): the second is skipped, never put back by recreating `threads/` at the
+/// store's path (the doctor never creates missing directories in a store), and stays in the run.
+#[test]
+fn c92_a_store_gone_during_a_restore_gets_no_skeleton_for_a_temporary_file() {
+    let c = Case::new();
+    let beside = ".keep.json.doctor-tmp-9999999-0";
+    let in_store = "t/runtime/threads/.th-t.json.doctor-tmp-9999999-1";
+    store_with_thread(&c.s, "t/runtime", "th-t", Some("keep"), 1);
+    write(&c.s, beside, b"a document");
+    write(&c.s, in_store, b"a thread record");
+    let repaired = lib(&c.s, false).unwrap();
+    assert_eq!(repaired.interrupted_writes, [beside, in_store]);
+    let run = repaired.run.clone();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let s = c.s.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = paused(
+        &["--restore", &run, "--json", "--sessions-dir", &s],
+        &format!("move .set-aside/{run}/{beside}"),
+        || std::fs::rename(c.s.join("t"), elsewhere.path().join("t")).unwrap(),
+    );
+    assert_eq!(code, Some(1), "an item could not go back: {stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(outcome_in(&report, beside)["outcome"], "applied");
+    let o = outcome_in(&report, in_store);
+    assert_eq!(o["outcome"], "skipped", "{o}");
+    assert_says(o["why"].as_str().unwrap(), "t/runtime/threads is gone");
+    assert!(!c.s.join("t").exists(), "no store skeleton");
+    assert_eq!(
+        std::fs::read(c.s.join(format!(".set-aside/{run}/{in_store}"))).unwrap(),
+        b"a thread record"
     );
 }
