@@ -11,7 +11,10 @@ use std::path::Path;
 
 use fsroot::{EntryKind, Problem, Root};
 use plan::{Action, ItemKind, Plan, PlannedAction, Precondition};
-use store::ids::{OWNER_LOCK, RECONCILE_DIR};
+use store::ids::{OWNER_LOCK, PURGE_PENDING_DIR, RECONCILE_DIR};
+
+/// `purge-pending`, the last component of [`PURGE_PENDING_DIR`].
+const PURGE_PENDING: &str = "purge-pending";
 
 use crate::judge::{lease_held, lock_is_free};
 
@@ -41,7 +44,7 @@ pub fn is_housekeeping(action: &Action) -> bool {
 
 /// Whether `path` (relative to S) is a place where the doctor's atomic writes leave temporary
 /// files, and names one: beside a session document in S (`.<id>.json.doctor-tmp-*`, the
-/// document's id valid and not reserved), in `.reconcile/`, or beside a thread record in a
+/// document's id valid and not reserved), in `.reconcile/` or its `purge-pending/`, or beside a thread record in a
 /// store's `threads/` (`<id>/.../threads/.<tid>.json.doctor-tmp-*`). Nothing else: not under
 /// `.set-aside/`, `checkpoints/` or `.late-usage/`, not in a session's other directories. The
 /// planner and the saved-plan check both judge by this one predicate.
@@ -61,6 +64,7 @@ pub fn is_temp_place(path: &str) -> bool {
     match dirs {
         [] => document(target),
         [dir] => *dir == RECONCILE_DIR,
+        [dir, sub] if *dir == RECONCILE_DIR => *sub == PURGE_PENDING,
         [session, .., threads] => {
             *threads == "threads"
                 && store::ids::is_valid_id(session)
@@ -84,17 +88,25 @@ pub fn plan_interrupted_writes(
     errors: &mut Vec<Problem>,
 ) -> Vec<PlannedAction> {
     let mut all: Vec<String> = candidates.to_vec();
-    match root.list(Path::new(RECONCILE_DIR)) {
-        Ok(entries) => {
-            for e in entries {
-                let name = e.name.to_string_lossy();
-                if e.kind == EntryKind::File && fsroot::temp::is_temp(&name) {
-                    all.push(format!("{RECONCILE_DIR}/{name}"));
+    // The doctor's own directories: `.reconcile/` (`last.json`) and the purge records of
+    // `.reconcile/purge-pending/`, whose writes a kill can leave half done too.
+    for dir in [RECONCILE_DIR, PURGE_PENDING_DIR] {
+        match root.list(Path::new(dir)) {
+            Ok(entries) => {
+                for e in entries {
+                    let name = e.name.to_string_lossy();
+                    if e.kind == EntryKind::File && fsroot::temp::is_temp(&name) {
+                        all.push(format!("{dir}/{name}"));
+                    }
                 }
             }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                // `purge-pending/` lies beneath `.reconcile/`: one error says it for both.
+                errors.push(Problem::from(&e));
+                break;
+            }
         }
-        Err(e) if e.is_not_found() => {}
-        Err(e) => errors.push(Problem::from(&e)),
     }
     // Only where the doctor leaves temporary files; never one whose writer is still alive (this
     // process's own writes in progress, a host writing with the same library), nor one of a
@@ -276,6 +288,8 @@ mod tests {
             ".a.json.doctor-tmp-9999999-0",
             ".reconcile/.last.json.doctor-tmp-9999999-1",
             "a/runtime/threads/.t-1.json.doctor-tmp-9999999-2",
+            "a/threads/.t-1.json.doctor-tmp-9999999-2",
+            ".reconcile/purge-pending/.20261101T000000Z-abcdef.json.doctor-tmp-9999999-7",
         ] {
             assert!(is_temp_place(path), "{path}");
         }
@@ -291,6 +305,8 @@ mod tests {
             "a/.hidden/threads/.t.json.doctor-tmp-9999999-5",
             "../a/runtime/threads/.t.json.doctor-tmp-9999999-5",
             "a/runtime/threads/x/.t.json.doctor-tmp-9999999-6",
+            ".reconcile/other/.x.json.doctor-tmp-9999999-8",
+            ".reconcile/purge-pending/x/.x.json.doctor-tmp-9999999-8",
         ] {
             assert!(!is_temp_place(path), "{path}");
         }

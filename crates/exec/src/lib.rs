@@ -7,8 +7,8 @@
 //! writes the manifest line before each move, and never deletes session data.
 
 mod act;
-mod purge;
 pub mod interrupt;
+mod purge;
 mod reclaim;
 mod sessions;
 pub mod store_move;

@@ -35,5 +35,5 @@ mod real_go;
 mod restore_purge;
 mod run_ids;
 mod schemas;
-mod torn_logs;
 mod store_moves;
+mod torn_logs;

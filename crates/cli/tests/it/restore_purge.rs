@@ -519,13 +519,18 @@ fn a_file_named_like_an_interrupted_write_is_set_aside_and_restored_never_delete
     );
     crate::stores::store_with_thread(&s, "alpha/runtime", "th-a", Some("alpha"), 0);
     let save = crate::stores::pretty(&crate::stores::document("alpha"));
-    let temps: [(&str, &[u8]); 3] = [
+    let temps: [(&str, &[u8]); 4] = [
         (".alpha.json.doctor-tmp-9999999-0", &save),
         (
             "alpha/runtime/threads/.th-a.json.doctor-tmp-9999999-1",
             b"a thread record",
         ),
         (".reconcile/.last.json.doctor-tmp-9999999-2", b"{\"half\":"),
+        // A purge record a kill left before its rename: no deletion began under it.
+        (
+            ".reconcile/purge-pending/.20261101T000000Z-abcdef.json.doctor-tmp-9999999-3",
+            b"{\"run\":",
+        ),
     ];
     for (path, bytes) in temps {
         crate::stores::write(&s, path, bytes);
