@@ -4,7 +4,8 @@
 //! manifest line names. The next run finishes that move into the run that began it, as the
 //! planned action [`plan_store_moves`] makes, instead of taking the remainder for a store of
 //! its own; the same trace ([`crate::judge::store_restore_cut_short`], halves swapped) decides
-//! at planning and at execution.
+//! at planning and at execution, and only halves that together digest to what the manifest line
+//! recorded are finished (anything else at the path is judged by the rules).
 
 use std::path::Path;
 
@@ -74,12 +75,18 @@ pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<
                 continue;
             }
             // The destination lacks the lock file, the store's path still has it, no name is
-            // in both: the move was cut short midway.
+            // in both, and the two halves together are the store the line recorded: the move
+            // was cut short midway. Halves that digest to anything else are not that store (a
+            // remainder changed since, or another store at the path): the rules judge what is
+            // at the path, and the run keeps what it has.
             let Some(halves) =
                 crate::judge::store_restore_cut_short(root, &line.moved_to, &line.original)
             else {
                 continue;
             };
+            if line.promise.as_ref() != Some(&halves) {
+                continue;
+            }
             out.push(PlannedAction {
                 seq: 0,
                 rule_name: rule_name(&line.rule),

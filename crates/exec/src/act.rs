@@ -163,7 +163,18 @@ impl Act<'_> {
         }
         self.write_manifest(&line)?;
         let outcome = crate::store_move::move_store(self.root, store, &moved_to, &mut |_| {})
-            .map_err(|e| self.void(&line, Refusal::Fail(e)))?;
+            .map_err(|e| {
+                // Voided only when nothing of the store is in the run: a move back that failed
+                // (or a source that could not be removed once every entry had moved) leaves
+                // entries there, which the line goes on naming; the next run finishes the move.
+                if matches!(self.root.stat(Path::new(&moved_to)), Ok(None)) {
+                    self.void(&line, Refusal::Fail(e))
+                } else {
+                    Refusal::Fail(format!(
+                        "{e}; what moved stays in the run under its manifest line"
+                    ))
+                }
+            })?;
         let removed = outcome.source_removed;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
         if created_owner_lock {

@@ -282,3 +282,127 @@ fn a_host_taking_the_lease_between_probe_and_move_is_refused() {
         );
     }
 }
+
+/// Kills a repair of R2 only by SIGKILL at its 9th `renameat2` (`strace`): the store is split,
+/// 8 entries in the run, 3 (the lock file among them) at its path. The run's id.
+fn killed_at_the_ninth_rename(s: &Path) -> String {
+    let status = Command::new(strace())
+        .args(["-f", "-qq", "-o", "/dev/null"])
+        .arg("-e")
+        .arg("inject=renameat2:signal=KILL:when=9")
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args(["sessions", "repair", "--select", "R2", "--sessions-dir"])
+        .arg(s)
+        .env("DOCTOR_NOW", NOW)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    let run = runs(s).pop().unwrap();
+    let moved = s.join(".set-aside").join(&run).join(STORE);
+    assert_eq!(std::fs::read_dir(moved).unwrap().count(), 8);
+    assert_eq!(std::fs::read_dir(s.join(STORE)).unwrap().count(), 3);
+    run
+}
+
+/// The actions of a repair report that finish a store move into `run`.
+fn finishing_into(report: &serde_json::Value, run: &str) -> Vec<serde_json::Value> {
+    report["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["path"] == format!(".set-aside/{run}/{STORE}") && a["from"] == STORE)
+        .cloned()
+        .collect()
+}
+
+/// A split store whose remainder changed after the kill (a file written into it since) is not
+/// the store the run's manifest line recorded: neither a dry run nor a real run finishes it into
+/// that run, whose half stays as it is (the rules judge what is at the path).
+#[test]
+fn a_split_store_whose_remainder_changed_is_not_finished_into_its_run() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let half = s.join(".set-aside").join(&run).join(STORE);
+    let half_before = tree(&half);
+    std::fs::write(s.join(STORE).join("written-since.json"), b"{\"n\":99}").unwrap();
+    let r2 = || {
+        Doctor::new()
+            .now(NOW)
+            .args(["sessions", "repair", "--select", "R2", "--json"])
+            .sessions_dir(&s)
+    };
+    let dry = r2().arg("--dry-run").run();
+    assert!(
+        finishing_into(&dry.json(), &run).is_empty(),
+        "{}",
+        dry.said()
+    );
+    let real = r2().run();
+    assert!(
+        finishing_into(&real.json(), &run).is_empty(),
+        "{}",
+        real.said()
+    );
+    assert_eq!(tree(&half), half_before, "the run's half is left as it is");
+}
+
+/// A store move that fails after entries moved and cannot move them back (every later rename
+/// fails, `strace` error injection) leaves its manifest line in force: the entries in the run
+/// stay listed, the next run finishes the move into that run, and a restore gives the store
+/// back whole.
+#[test]
+fn a_store_move_that_could_not_move_back_keeps_its_manifest_line() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let before = tree(&s.join(STORE));
+    let out = Command::new(strace())
+        .args(["-f", "-qq", "-o", "/dev/null"])
+        .arg("-e")
+        .arg("inject=renameat2:error=EXDEV:when=9+")
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R2",
+            "--json",
+            "--sessions-dir",
+        ])
+        .arg(&s)
+        .env("DOCTOR_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let run = runs(&s).pop().unwrap();
+    let moved = s.join(".set-aside").join(&run).join(STORE);
+    assert_eq!(
+        std::fs::read_dir(&moved).unwrap().count(),
+        8,
+        "none moved back"
+    );
+    let manifest =
+        std::fs::read_to_string(s.join(".set-aside").join(&run).join("MANIFEST.jsonl")).unwrap();
+    assert!(!manifest.contains("rolled_back"), "{manifest}");
+
+    let rerun = Doctor::new()
+        .now(NOW)
+        .args(["sessions", "repair", "--select", "R2", "--json"])
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(rerun.code, Some(0), "{}", rerun.said());
+    assert_eq!(
+        finishing_into(&rerun.json(), &run).len(),
+        1,
+        "{}",
+        rerun.said()
+    );
+    assert_eq!(
+        tree(&moved),
+        before,
+        "whole in the run that began moving it"
+    );
+    let restore = doctor(&s).args(["--restore", &run, "--json"]).run();
+    assert_eq!(restore.code, Some(0), "{}", restore.said());
+    assert_eq!(tree(&s.join(STORE)), before, "restored whole");
+}
