@@ -13,15 +13,12 @@ use fsroot::{EntryKind, Root};
 use plan::{Action, ItemKind, PlannedAction};
 use store::ids::{RunId, SET_ASIDE_DIR};
 
-/// The action that finishes moving the store at `from` into `path`, the destination its run's
-/// manifest line names: a store-move protocol move (the store-move of a restore, the other way
-/// round), locked at `from`, checked as the two halves together.
+/// The store whose move `a` finishes (`finish_set_aside`: from the store's path `from` into
+/// `path`, the destination its run's manifest line names, by the store-move protocol, locked at
+/// `from`, checked as the two halves together).
 pub fn finishing(a: &PlannedAction) -> Option<&str> {
     match &a.action {
-        Action::Restore {
-            kind: ItemKind::RuntimeStore,
-            from,
-        } if !from.starts_with(&format!("{SET_ASIDE_DIR}/")) => Some(from),
+        Action::FinishSetAside { from } => Some(from),
         _ => None,
     }
 }
@@ -91,8 +88,7 @@ pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<
                 seq: 0,
                 rule_name: rule_name(&line.rule),
                 rule: line.rule.clone(),
-                action: Action::Restore {
-                    kind: ItemKind::RuntimeStore,
+                action: Action::FinishSetAside {
                     from: line.original.clone(),
                 },
                 path: line.moved_to.clone(),

@@ -161,6 +161,7 @@ impl Target for SessionsTarget<'_> {
             Action::BindThread { document } => cx.bind_thread(document),
             Action::RemoveEmptyDir => cx.remove_empty_dir(),
             Action::Restore { kind, from } => cx.restore(*kind, from),
+            Action::FinishSetAside { from } => cx.finish_set_aside(from),
             Action::Purge => cx.purge(),
             Action::RemoveTemp => cx.remove_temp(),
             Action::ReclaimDir { .. } => Err(Refusal::Fail(format!(
@@ -195,11 +196,13 @@ fn store_of(a: &PlannedAction) -> Option<&str> {
         Action::SetAside {
             kind: ItemKind::RuntimeStore,
         } => Some(&a.path),
-        // A store being restored is locked where it is now, inside the set-aside run.
+        // A store being restored is locked where it is now, inside the set-aside run; a store
+        // whose set-aside is finished, at its path, where the lock file still is.
         Action::Restore {
             kind: ItemKind::RuntimeStore,
             from,
-        } => Some(from),
+        }
+        | Action::FinishSetAside { from } => Some(from),
         // A thread record put back in place is written inside its store.
         Action::Restore {
             kind: ItemKind::PreviousVersion,
@@ -266,6 +269,17 @@ fn check_precondition(root: &WritableRoot, a: &PlannedAction) -> Result<(), Refu
                 Some(d) if d == a.precondition => Ok(()),
                 _ => Err(Refusal::Skip(format!(
                     "original path is occupied: {}",
+                    a.path
+                ))),
+            }
+        }
+        // A store's set-aside cut short midway: the two halves together, as planned.
+        Action::FinishSetAside { from } => {
+            match engine::judge::store_restore_cut_short(root, &a.path, from) {
+                Some(d) if d == a.precondition => Ok(()),
+                _ => Err(Refusal::Skip(format!(
+                    "changed since planned: {from} is no longer split as planned between its \
+                     path and {}",
                     a.path
                 ))),
             }

@@ -130,6 +130,10 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         .find(|a| a["path"] == format!(".set-aside/{}/{STORE}", first[0]))
         .unwrap_or_else(|| panic!("no action finishes the move: {real:#}"));
     assert_eq!(finish["from"], STORE, "{finish}");
+    // An action of its own kind, not a restore, in the published shapes.
+    assert_eq!(finish["action"], "finish_set_aside", "{finish}");
+    crate::schemas::assert_valid("repair-output", &dry);
+    crate::schemas::assert_valid("repair-output", &real);
     assert!(
         real["outcomes"]
             .as_array()
@@ -144,9 +148,13 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         receipts
             .lines()
             .any(|l| l.contains("\"outcome\":\"applied\"")
+                && l.contains("\"action\":\"finish_set_aside\"")
                 && l.contains(&format!("\"path\":\".set-aside/{}/{STORE}\"", first[0]))),
         "{receipts}"
     );
+    for line in receipts.lines() {
+        crate::schemas::assert_valid("receipt-line", &serde_json::from_str(line).unwrap());
+    }
     assert!(
         !s.join(STORE).exists(),
         "nothing of the store is left at its path"
