@@ -414,3 +414,32 @@ fn a_store_move_that_could_not_move_back_keeps_its_manifest_line() {
     assert_eq!(restore.code, Some(0), "{}", restore.said());
     assert_eq!(tree(&s.join(STORE)), before, "restored whole");
 }
+
+/// The finish of a split store is planned whatever the selection (it completes the move an
+/// earlier run began, before a rule could change the remainder), and named by its rule even
+/// when that rule is not selected: `--select R1` plans it as R2 `unbound-empty-store`, in the
+/// published shape.
+#[test]
+fn the_finish_of_a_split_store_is_named_by_its_rule_when_that_rule_is_not_selected() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let dry = Doctor::new()
+        .now(NOW)
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R1",
+            "--dry-run",
+            "--json",
+        ])
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(dry.code, Some(0), "{}", dry.said());
+    let report = dry.json();
+    let finish = finishing_into(&report, &run);
+    assert_eq!(finish.len(), 1, "{report:#}");
+    assert_eq!(finish[0]["rule"], "R2");
+    assert_eq!(finish[0]["rule_name"], "unbound-empty-store");
+    crate::schemas::assert_valid("repair-output", &report);
+}
