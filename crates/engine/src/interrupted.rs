@@ -44,6 +44,38 @@ pub fn accepts(a: &PlannedAction) -> bool {
             .any(|c| c.is_empty() || c == "." || c == "..")
 }
 
+/// Whether a manifest line of the run `a`'s path is in records the store `a` finishes moving
+/// there, as its precondition says (the line [`plan_store_moves`] planned `a` from).
+pub fn recorded(root: &Root, a: &PlannedAction) -> bool {
+    let Some(from) = finishing(a) else {
+        return false;
+    };
+    let Some((run, _)) = a
+        .path
+        .strip_prefix(&format!("{SET_ASIDE_DIR}/"))
+        .and_then(|rest| rest.split_once('/'))
+    else {
+        return false;
+    };
+    let Ok(manifest) = crate::admin::read_manifest(root, run, &|_| String::new()) else {
+        return false;
+    };
+    manifest.items.iter().any(|line| {
+        finishes(line, run)
+            && line.original == from
+            && line.moved_to == a.path
+            && line.promise.as_ref() == Some(&a.precondition)
+    })
+}
+
+/// Whether `line` of run `run` is a store set-aside of the doctor's whose move a kill can have
+/// cut short: a `runtime_store` moved to its mirrored path in that run.
+fn finishes(line: &crate::admin::SetAsideItem, run: &str) -> bool {
+    line.kind == Some(ItemKind::RuntimeStore)
+        && line.writer == crate::admin::Writer::Doctor
+        && line.moved_to == format!("{SET_ASIDE_DIR}/{run}/{}", line.original)
+}
+
 /// One action per store a kill left split between its path and a set-aside run whose manifest
 /// says it was being moved there: the rest of its entries go into that run, the lock file last.
 /// `rule_name` names the rule of the manifest line. Runs and lines that cannot be read plan
@@ -65,10 +97,7 @@ pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<
             continue;
         };
         for line in manifest.items {
-            if line.kind != Some(ItemKind::RuntimeStore)
-                || line.writer != crate::admin::Writer::Doctor
-                || line.moved_to != format!("{SET_ASIDE_DIR}/{run}/{}", line.original)
-            {
+            if !finishes(&line, &run) {
                 continue;
             }
             // The destination lacks the lock file, the store's path still has it, no name is

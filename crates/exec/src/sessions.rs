@@ -273,15 +273,27 @@ fn check_precondition(root: &WritableRoot, a: &PlannedAction) -> Result<(), Refu
                 ))),
             }
         }
-        // A store's set-aside cut short midway: the two halves together, as planned.
+        // A store's set-aside cut short midway: the two halves together, as planned, and, as
+        // the planner judges, a manifest line of the run that records that very store going
+        // there (a saved plan is applied only to what a run began).
         Action::FinishSetAside { from } => {
             match engine::judge::store_restore_cut_short(root, &a.path, from) {
-                Some(d) if d == a.precondition => Ok(()),
-                _ => Err(Refusal::Skip(format!(
-                    "changed since planned: {from} is no longer split as planned between its \
-                     path and {}",
+                Some(d) if d == a.precondition => {}
+                _ => {
+                    return Err(Refusal::Skip(format!(
+                        "changed since planned: {from} is no longer split as planned between \
+                         its path and {}",
+                        a.path
+                    )))
+                }
+            }
+            if engine::interrupted::recorded(root, a) {
+                Ok(())
+            } else {
+                Err(Refusal::Skip(format!(
+                    "no manifest line of its run records {from} moving to {} as it is",
                     a.path
-                ))),
+                )))
             }
         }
         // A restore checks the item where it is now; every other action checks its path.

@@ -443,3 +443,52 @@ fn the_finish_of_a_split_store_is_named_by_its_rule_when_that_rule_is_not_select
     assert_eq!(finish[0]["rule_name"], "unbound-empty-store");
     crate::schemas::assert_valid("repair-output", &report);
 }
+
+/// A saved plan's finish is applied only to a move a run's manifest records: a plan saved while
+/// the store was split, applied after the run's manifest stopped naming the store, moves
+/// nothing (the executor judges as the planner does).
+#[test]
+fn a_saved_finish_is_applied_only_to_a_move_its_run_records() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let saved = Doctor::new()
+        .now(NOW)
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R2",
+            "--dry-run",
+            "--plan-out",
+        ])
+        .arg(&plan)
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(saved.code, Some(0), "{}", saved.said());
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(text.contains("finish_set_aside"), "{text}");
+    std::fs::write(s.join(".set-aside").join(&run).join("MANIFEST.jsonl"), b"").unwrap();
+    let (left, half) = (
+        tree(&s.join(STORE)),
+        tree(&s.join(".set-aside").join(&run).join(STORE)),
+    );
+    let out = Doctor::new()
+        .now(NOW)
+        .args(["--json", "--apply-plan"])
+        .arg(&plan)
+        .run();
+    let report = out.json();
+    let finish = finishing_into(&report, &run);
+    assert_eq!(finish.len(), 1, "{report:#}");
+    let outcome = report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["seq"] == finish[0]["seq"])
+        .unwrap();
+    assert_eq!(outcome["outcome"], "skipped", "{outcome}");
+    assert_eq!(tree(&s.join(STORE)), left, "nothing moved");
+    assert_eq!(tree(&s.join(".set-aside").join(&run).join(STORE)), half);
+}
