@@ -117,6 +117,16 @@ fn plan_guarded(
     config: &engine::Config,
 ) -> Result<(engine::Planned<sessions::Summary>, Option<engine::Problem>), Error> {
     let mut planned = engine::plan_sessions(root, &opts.rules(), config)?;
+    // The finish of a store move an earlier run began is planned whatever `--select` and
+    // `--ignore` say (it completes that run's action); its rule is named from the whole
+    // registry, the rule being possibly unselected.
+    for a in &mut planned.plan.actions {
+        if a.rule_name.is_empty() && engine::interrupted::finishing(a).is_some() {
+            if let Some(rule) = sessions::RULES.iter().find(|r| r.code() == a.rule) {
+                a.rule_name = rule.name().to_owned();
+            }
+        }
+    }
     let r1 = planned
         .proposed
         .iter()

@@ -4,7 +4,8 @@
 //! manifest line names. The next run finishes that move into the run that began it, as the
 //! planned action [`plan_store_moves`] makes, instead of taking the remainder for a store of
 //! its own; the same trace ([`crate::judge::store_restore_cut_short`], halves swapped) decides
-//! at planning and at execution.
+//! at planning and at execution, and only halves that together digest to what the manifest line
+//! recorded are finished (anything else at the path is judged by the rules).
 
 use std::path::Path;
 
@@ -12,15 +13,12 @@ use fsroot::{EntryKind, Root};
 use plan::{Action, ItemKind, PlannedAction};
 use store::ids::{RunId, SET_ASIDE_DIR};
 
-/// The action that finishes moving the store at `from` into `path`, the destination its run's
-/// manifest line names: a store-move protocol move (the store-move of a restore, the other way
-/// round), locked at `from`, checked as the two halves together.
+/// The store whose move `a` finishes (`finish_set_aside`: from the store's path `from` into
+/// `path`, the destination its run's manifest line names, by the store-move protocol, locked at
+/// `from`, checked as the two halves together).
 pub fn finishing(a: &PlannedAction) -> Option<&str> {
     match &a.action {
-        Action::Restore {
-            kind: ItemKind::RuntimeStore,
-            from,
-        } if !from.starts_with(&format!("{SET_ASIDE_DIR}/")) => Some(from),
+        Action::FinishSetAside { from } => Some(from),
         _ => None,
     }
 }
@@ -46,6 +44,38 @@ pub fn accepts(a: &PlannedAction) -> bool {
             .any(|c| c.is_empty() || c == "." || c == "..")
 }
 
+/// Whether a manifest line of the run `a`'s path is in records the store `a` finishes moving
+/// there, as its precondition says (the line [`plan_store_moves`] planned `a` from).
+pub fn recorded(root: &Root, a: &PlannedAction) -> bool {
+    let Some(from) = finishing(a) else {
+        return false;
+    };
+    let Some((run, _)) = a
+        .path
+        .strip_prefix(&format!("{SET_ASIDE_DIR}/"))
+        .and_then(|rest| rest.split_once('/'))
+    else {
+        return false;
+    };
+    let Ok(manifest) = crate::admin::read_manifest(root, run, &|_| String::new()) else {
+        return false;
+    };
+    manifest.items.iter().any(|line| {
+        finishes(line, run)
+            && line.original == from
+            && line.moved_to == a.path
+            && line.promise.as_ref() == Some(&a.precondition)
+    })
+}
+
+/// Whether `line` of run `run` is a store set-aside of the doctor's whose move a kill can have
+/// cut short: a `runtime_store` moved to its mirrored path in that run.
+fn finishes(line: &crate::admin::SetAsideItem, run: &str) -> bool {
+    line.kind == Some(ItemKind::RuntimeStore)
+        && line.writer == crate::admin::Writer::Doctor
+        && line.moved_to == format!("{SET_ASIDE_DIR}/{run}/{}", line.original)
+}
+
 /// One action per store a kill left split between its path and a set-aside run whose manifest
 /// says it was being moved there: the rest of its entries go into that run, the lock file last.
 /// `rule_name` names the rule of the manifest line. Runs and lines that cannot be read plan
@@ -67,25 +97,27 @@ pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<
             continue;
         };
         for line in manifest.items {
-            if line.kind != Some(ItemKind::RuntimeStore)
-                || line.writer != crate::admin::Writer::Doctor
-                || line.moved_to != format!("{SET_ASIDE_DIR}/{run}/{}", line.original)
-            {
+            if !finishes(&line, &run) {
                 continue;
             }
             // The destination lacks the lock file, the store's path still has it, no name is
-            // in both: the move was cut short midway.
+            // in both, and the two halves together are the store the line recorded: the move
+            // was cut short midway. Halves that digest to anything else are not that store (a
+            // remainder changed since, or another store at the path): the rules judge what is
+            // at the path, and the run keeps what it has.
             let Some(halves) =
                 crate::judge::store_restore_cut_short(root, &line.moved_to, &line.original)
             else {
                 continue;
             };
+            if line.promise.as_ref() != Some(&halves) {
+                continue;
+            }
             out.push(PlannedAction {
                 seq: 0,
                 rule_name: rule_name(&line.rule),
                 rule: line.rule.clone(),
-                action: Action::Restore {
-                    kind: ItemKind::RuntimeStore,
+                action: Action::FinishSetAside {
                     from: line.original.clone(),
                 },
                 path: line.moved_to.clone(),

@@ -163,7 +163,18 @@ impl Act<'_> {
         }
         self.write_manifest(&line)?;
         let outcome = crate::store_move::move_store(self.root, store, &moved_to, &mut |_| {})
-            .map_err(|e| self.void(&line, Refusal::Fail(e)))?;
+            .map_err(|e| {
+                // Voided only when nothing of the store is in the run: a move back that failed
+                // (or a source that could not be removed once every entry had moved) leaves
+                // entries there, which the line goes on naming; the next run finishes the move.
+                if matches!(self.root.stat(Path::new(&moved_to)), Ok(None)) {
+                    self.void(&line, Refusal::Fail(e))
+                } else {
+                    Refusal::Fail(format!(
+                        "{e}; what moved stays in the run under its manifest line"
+                    ))
+                }
+            })?;
         let removed = outcome.source_removed;
         let mut extra = Extra::from_iter([("moved_to".to_owned(), moved_to.into())]);
         if created_owner_lock {
@@ -491,21 +502,6 @@ impl Act<'_> {
             let outcome =
                 crate::store_move::move_store(self.root, from, &self.action.path, &mut |_| {})
                     .map_err(Refusal::Fail)?;
-            // The finish of a store move a kill cut short: the store is now whole in the run
-            // that began moving it, and its emptied session directory goes as in that move.
-            if engine::interrupted::finishing(self.action).is_some() {
-                if outcome.source_removed {
-                    self.remove_left_session_dir(from, &mut extra);
-                } else {
-                    extra.insert(
-                        "source_left".into(),
-                        "a new store was created at the source during the move; it was left \
-                         to its owner"
-                            .into(),
-                    );
-                }
-                return Ok(extra);
-            }
             if !outcome.source_removed {
                 extra.insert(
                     "source_left".into(),
@@ -523,6 +519,28 @@ impl Act<'_> {
                 }
                 Err(e) => return Err(fail(e)),
             }
+        }
+        Ok(extra)
+    }
+
+    /// Finishes the set-aside of the store at `from` that a kill cut short midway: the rest of
+    /// its entries move into the action's path, its destination in the run that began the move,
+    /// by the store-move protocol (the caller holds the owner lock, still at `from`); the store is
+    /// then whole in that run, and its emptied session directory goes as after that move.
+    pub fn finish_set_aside(&self, from: &str) -> Result<Extra, Refusal> {
+        let mut extra = Extra::from_iter([("from".to_owned(), Value::from(from))]);
+        let outcome =
+            crate::store_move::move_store(self.root, from, &self.action.path, &mut |_| {})
+                .map_err(Refusal::Fail)?;
+        if outcome.source_removed {
+            self.remove_left_session_dir(from, &mut extra);
+        } else {
+            extra.insert(
+                "source_left".into(),
+                "a new store was created at the source during the move; it was left to its \
+                 owner"
+                    .into(),
+            );
         }
         Ok(extra)
     }

@@ -161,6 +161,7 @@ impl Target for SessionsTarget<'_> {
             Action::BindThread { document } => cx.bind_thread(document),
             Action::RemoveEmptyDir => cx.remove_empty_dir(),
             Action::Restore { kind, from } => cx.restore(*kind, from),
+            Action::FinishSetAside { from } => cx.finish_set_aside(from),
             Action::Purge => cx.purge(step),
             Action::ReclaimDir { .. } => Err(Refusal::Fail(format!(
                 "{}: reclaim_dir belongs to the build-dirs pack, not to a sessions plan",
@@ -206,11 +207,13 @@ fn store_of(a: &PlannedAction) -> Option<&str> {
         Action::SetAside {
             kind: ItemKind::RuntimeStore,
         } => Some(&a.path),
-        // A store being restored is locked where it is now, inside the set-aside run.
+        // A store being restored is locked where it is now, inside the set-aside run; a store
+        // whose set-aside is finished, at its path, where the lock file still is.
         Action::Restore {
             kind: ItemKind::RuntimeStore,
             from,
-        } => Some(from),
+        }
+        | Action::FinishSetAside { from } => Some(from),
         // A thread record put back in place is written inside its store.
         Action::Restore {
             kind: ItemKind::PreviousVersion,
@@ -292,6 +295,29 @@ fn check_precondition(root: &WritableRoot, a: &PlannedAction) -> Result<(), Refu
                     "original path is occupied: {}",
                     a.path
                 ))),
+            }
+        }
+        // A store's set-aside cut short midway: the two halves together, as planned, and, as
+        // the planner judges, a manifest line of the run that records that very store going
+        // there (a saved plan is applied only to what a run began).
+        Action::FinishSetAside { from } => {
+            match engine::judge::store_restore_cut_short(root, &a.path, from) {
+                Some(d) if d == a.precondition => {}
+                _ => {
+                    return Err(Refusal::Skip(format!(
+                        "changed since planned: {from} is no longer split as planned between \
+                         its path and {}",
+                        a.path
+                    )))
+                }
+            }
+            if engine::interrupted::recorded(root, a) {
+                Ok(())
+            } else {
+                Err(Refusal::Skip(format!(
+                    "no manifest line of its run records {from} moving to {} as it is",
+                    a.path
+                )))
             }
         }
         // A restore checks the item where it is now; every other action checks its path.

@@ -25,6 +25,8 @@ pub enum ActionKind {
     ReclaimDir,
     /// Put a set-aside item (or a thread record's previous version) back at its original path.
     Restore,
+    /// Move the rest of a store a killed run left split into that run (the set-aside it began).
+    FinishSetAside,
     /// Delete a whole set-aside run.
     Purge,
     /// Only in receipts of versions before issue 21, which deleted the temporary files of
@@ -46,6 +48,7 @@ impl ActionKind {
             ActionKind::BindThread => "bind",
             ActionKind::ReclaimDir => "reclaim",
             ActionKind::Restore => "restore",
+            ActionKind::FinishSetAside => "finish setting aside",
             ActionKind::Purge => "purge",
             ActionKind::RemoveTemp => "remove",
             ActionKind::RemoveEmptyDir => "remove empty directory",
@@ -61,6 +64,7 @@ impl ActionKind {
             ActionKind::BindThread => "bound",
             ActionKind::ReclaimDir => "reclaimed",
             ActionKind::Restore => "restored",
+            ActionKind::FinishSetAside => "finished setting aside",
             ActionKind::Purge => "purged",
             ActionKind::RemoveTemp => "removed",
             ActionKind::RemoveEmptyDir => "removed empty directory",
@@ -138,6 +142,13 @@ pub enum Action {
         /// Where the item is now, relative to S.
         from: String,
     },
+    /// Move the rest of the runtime store at `from`, which a killed run left split between
+    /// `from` and its destination in that run (the path), into that destination by the
+    /// store-move protocol; the precondition is the two halves together.
+    FinishSetAside {
+        /// Where the rest of the store still is (the store's own path), relative to S.
+        from: String,
+    },
     /// Delete a whole set-aside run.
     Purge,
     /// Remove an empty session directory.
@@ -154,6 +165,7 @@ impl Action {
             Action::BindThread { .. } => ActionKind::BindThread,
             Action::ReclaimDir { .. } => ActionKind::ReclaimDir,
             Action::Restore { .. } => ActionKind::Restore,
+            Action::FinishSetAside { .. } => ActionKind::FinishSetAside,
             Action::Purge => ActionKind::Purge,
             Action::RemoveEmptyDir => ActionKind::RemoveEmptyDir,
         }
@@ -163,6 +175,7 @@ impl Action {
     pub fn item(&self) -> Option<ItemKind> {
         match self {
             Action::SetAside { kind } | Action::Restore { kind, .. } => Some(*kind),
+            Action::FinishSetAside { .. } => Some(ItemKind::RuntimeStore),
             _ => None,
         }
     }

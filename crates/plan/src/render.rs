@@ -4,20 +4,18 @@ use crate::{Outcome, OutcomeKind, PlannedAction, Skipped};
 
 /// `would set aside torn.json  (R1 unreadable-document: <reason>)`, or the past tense.
 pub fn render_action(a: &PlannedAction, dry_run: bool) -> String {
-    // The finish of a store move a kill cut short is a store-move restore the other way round
-    // (from the store's path into its run): it reads as what it does.
-    if let crate::Action::Restore { from, .. } = &a.action {
-        if !from.starts_with(".set-aside/") {
-            let verb = if dry_run {
-                "would finish moving"
-            } else {
-                "finished moving"
-            };
-            return format!(
-                "{verb} {from} into {}  ({} {}: {})",
-                a.path, a.rule, a.rule_name, a.reason
-            );
-        }
+    // The finish of a store move a kill cut short names both ends: from the store's path into
+    // its run.
+    if let crate::Action::FinishSetAside { from } = &a.action {
+        let verb = if dry_run {
+            "would finish moving"
+        } else {
+            "finished moving"
+        };
+        return format!(
+            "{verb} {from} into {}  ({} {}: {})",
+            a.path, a.rule, a.rule_name, a.reason
+        );
     }
     let verb = if dry_run {
         format!("would {}", a.action.kind().verb())

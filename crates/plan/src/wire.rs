@@ -34,7 +34,9 @@ impl From<crate::PlannedAction> for Action {
             crate::Action::RecoverThread { document } | crate::Action::BindThread { document } => {
                 (Some(document), None, None)
             }
-            crate::Action::Restore { from, .. } => (None, Some(from), None),
+            crate::Action::Restore { from, .. } | crate::Action::FinishSetAside { from } => {
+                (None, Some(from), None)
+            }
             crate::Action::ReclaimDir { root } => (None, None, Some(root)),
             _ => (None, None, None),
         };
@@ -70,6 +72,9 @@ impl TryFrom<Action> for crate::PlannedAction {
             }
             (ActionKind::ReclaimDir, None, None, None, Some(root)) => A::ReclaimDir { root },
             (ActionKind::Restore, Some(kind), None, Some(from), None) => A::Restore { kind, from },
+            (ActionKind::FinishSetAside, Some(ItemKind::RuntimeStore), None, Some(from), None) => {
+                A::FinishSetAside { from }
+            }
             (ActionKind::Purge, None, None, None, None) => A::Purge,
             (ActionKind::RemoveTemp, ..) => {
                 return Err(format!(
@@ -146,6 +151,12 @@ mod tests {
                     from: ".set-aside/r/a/runtime".into(),
                 },
             ),
+            (
+                r#""action": "finish_set_aside", "kind": "runtime_store", "from": "a/runtime""#,
+                Action::FinishSetAside {
+                    from: "a/runtime".into(),
+                },
+            ),
             (r#""action": "purge""#, Action::Purge),
             (
                 r#""action": "set_aside", "kind": "temporary_file""#,
@@ -175,6 +186,8 @@ mod tests {
             r#""action": "reclaim_dir""#,
             r#""action": "restore", "kind": "document""#,
             r#""action": "restore", "from": "x""#,
+            r#""action": "finish_set_aside", "from": "a/runtime""#,
+            r#""action": "finish_set_aside", "kind": "document", "from": "a.json""#,
             r#""action": "purge", "kind": "document""#,
             r#""action": "remove_temp", "root": "/""#,
             // Earlier versions deleted temporary files: such a plan is refused, never applied.

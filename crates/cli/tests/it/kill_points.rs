@@ -561,7 +561,7 @@ fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
 fn a_signal_before_applying_exits_at_once_with_its_code() {
     let (_tmp, s) = demo_with_old_artifacts();
     let before = tree(&s);
-    let child = Doctor::new()
+    let mut child = Doctor::new()
         .args(["sessions", "apply", "-"])
         .command()
         .stdin(std::process::Stdio::piped())
@@ -569,14 +569,30 @@ fn a_signal_before_applying_exits_at_once_with_its_code() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Time for the binary to start and install its handler.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Its stdin stays open until it has exited: the plan never comes (an end of input would
+    // end the run with its own code, racing the signal).
+    let stdin = child.stdin.take();
+    // The binary has installed its handler once the kernel lists SIGTERM as caught.
+    let caught = || {
+        std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << (15 - 1)) != 0)
+    };
+    let start = std::time::Instant::now();
+    while !caught() {
+        assert!(start.elapsed().as_secs() < 30, "no SIGTERM handler");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let killed = std::process::Command::new("kill")
         .args(["-s", "TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     let out = child.wait_with_output().unwrap();
+    drop(stdin);
     assert_eq!(
         out.status.code(),
         Some(143),

@@ -100,7 +100,7 @@ fn errors(name: &str, instance: &Value) -> Vec<String> {
 }
 
 #[track_caller]
-fn assert_valid(name: &str, instance: &Value) {
+pub(crate) fn assert_valid(name: &str, instance: &Value) {
     let errs = errors(name, instance);
     assert!(
         errs.is_empty(),

@@ -130,6 +130,10 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         .find(|a| a["path"] == format!(".set-aside/{}/{STORE}", first[0]))
         .unwrap_or_else(|| panic!("no action finishes the move: {real:#}"));
     assert_eq!(finish["from"], STORE, "{finish}");
+    // An action of its own kind, not a restore, in the published shapes.
+    assert_eq!(finish["action"], "finish_set_aside", "{finish}");
+    crate::schemas::assert_valid("repair-output", &dry);
+    crate::schemas::assert_valid("repair-output", &real);
     assert!(
         real["outcomes"]
             .as_array()
@@ -144,9 +148,13 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         receipts
             .lines()
             .any(|l| l.contains("\"outcome\":\"applied\"")
+                && l.contains("\"action\":\"finish_set_aside\"")
                 && l.contains(&format!("\"path\":\".set-aside/{}/{STORE}\"", first[0]))),
         "{receipts}"
     );
+    for line in receipts.lines() {
+        crate::schemas::assert_valid("receipt-line", &serde_json::from_str(line).unwrap());
+    }
     assert!(
         !s.join(STORE).exists(),
         "nothing of the store is left at its path"
@@ -281,4 +289,206 @@ fn a_host_taking_the_lease_between_probe_and_move_is_refused() {
             "{id}: the lease is held across the move of {item}"
         );
     }
+}
+
+/// Kills a repair of R2 only by SIGKILL at its 9th `renameat2` (`strace`): the store is split,
+/// 8 entries in the run, 3 (the lock file among them) at its path. The run's id.
+fn killed_at_the_ninth_rename(s: &Path) -> String {
+    let status = Command::new(strace())
+        .args(["-f", "-qq", "-o", "/dev/null"])
+        .arg("-e")
+        .arg("inject=renameat2:signal=KILL:when=9")
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args(["sessions", "repair", "--select", "R2", "--sessions-dir"])
+        .arg(s)
+        .env("DOCTOR_NOW", NOW)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    let run = runs(s).pop().unwrap();
+    let moved = s.join(".set-aside").join(&run).join(STORE);
+    assert_eq!(std::fs::read_dir(moved).unwrap().count(), 8);
+    assert_eq!(std::fs::read_dir(s.join(STORE)).unwrap().count(), 3);
+    run
+}
+
+/// The actions of a repair report that finish a store move into `run`.
+fn finishing_into(report: &serde_json::Value, run: &str) -> Vec<serde_json::Value> {
+    report["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["path"] == format!(".set-aside/{run}/{STORE}") && a["from"] == STORE)
+        .cloned()
+        .collect()
+}
+
+/// A split store whose remainder changed after the kill (a file written into it since) is not
+/// the store the run's manifest line recorded: neither a dry run nor a real run finishes it into
+/// that run, whose half stays as it is (the rules judge what is at the path).
+#[test]
+fn a_split_store_whose_remainder_changed_is_not_finished_into_its_run() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let half = s.join(".set-aside").join(&run).join(STORE);
+    let half_before = tree(&half);
+    std::fs::write(s.join(STORE).join("written-since.json"), b"{\"n\":99}").unwrap();
+    let r2 = || {
+        Doctor::new()
+            .now(NOW)
+            .args(["sessions", "repair", "--select", "R2", "--json"])
+            .sessions_dir(&s)
+    };
+    let dry = r2().arg("--dry-run").run();
+    assert!(
+        finishing_into(&dry.json(), &run).is_empty(),
+        "{}",
+        dry.said()
+    );
+    let real = r2().run();
+    assert!(
+        finishing_into(&real.json(), &run).is_empty(),
+        "{}",
+        real.said()
+    );
+    assert_eq!(tree(&half), half_before, "the run's half is left as it is");
+}
+
+/// A store move that fails after entries moved and cannot move them back (every later rename
+/// fails, `strace` error injection) leaves its manifest line in force: the entries in the run
+/// stay listed, the next run finishes the move into that run, and a restore gives the store
+/// back whole.
+#[test]
+fn a_store_move_that_could_not_move_back_keeps_its_manifest_line() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let before = tree(&s.join(STORE));
+    let out = Command::new(strace())
+        .args(["-f", "-qq", "-o", "/dev/null"])
+        .arg("-e")
+        .arg("inject=renameat2:error=EXDEV:when=9+")
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R2",
+            "--json",
+            "--sessions-dir",
+        ])
+        .arg(&s)
+        .env("DOCTOR_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let run = runs(&s).pop().unwrap();
+    let moved = s.join(".set-aside").join(&run).join(STORE);
+    assert_eq!(
+        std::fs::read_dir(&moved).unwrap().count(),
+        8,
+        "none moved back"
+    );
+    let manifest =
+        std::fs::read_to_string(s.join(".set-aside").join(&run).join("MANIFEST.jsonl")).unwrap();
+    assert!(!manifest.contains("rolled_back"), "{manifest}");
+
+    let rerun = Doctor::new()
+        .now(NOW)
+        .args(["sessions", "repair", "--select", "R2", "--json"])
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(rerun.code, Some(0), "{}", rerun.said());
+    assert_eq!(
+        finishing_into(&rerun.json(), &run).len(),
+        1,
+        "{}",
+        rerun.said()
+    );
+    assert_eq!(
+        tree(&moved),
+        before,
+        "whole in the run that began moving it"
+    );
+    let restore = doctor(&s).args(["--restore", &run, "--json"]).run();
+    assert_eq!(restore.code, Some(0), "{}", restore.said());
+    assert_eq!(tree(&s.join(STORE)), before, "restored whole");
+}
+
+/// The finish of a split store is planned whatever the selection (it completes the move an
+/// earlier run began, before a rule could change the remainder), and named by its rule even
+/// when that rule is not selected: `--select R1` plans it as R2 `unbound-empty-store`, in the
+/// published shape.
+#[test]
+fn the_finish_of_a_split_store_is_named_by_its_rule_when_that_rule_is_not_selected() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let dry = Doctor::new()
+        .now(NOW)
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R1",
+            "--dry-run",
+            "--json",
+        ])
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(dry.code, Some(0), "{}", dry.said());
+    let report = dry.json();
+    let finish = finishing_into(&report, &run);
+    assert_eq!(finish.len(), 1, "{report:#}");
+    assert_eq!(finish[0]["rule"], "R2");
+    assert_eq!(finish[0]["rule_name"], "unbound-empty-store");
+    crate::schemas::assert_valid("repair-output", &report);
+}
+
+/// A saved plan's finish is applied only to a move a run's manifest records: a plan saved while
+/// the store was split, applied after the run's manifest stopped naming the store, moves
+/// nothing (the executor judges as the planner does).
+#[test]
+fn a_saved_finish_is_applied_only_to_a_move_its_run_records() {
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let saved = Doctor::new()
+        .now(NOW)
+        .args([
+            "sessions",
+            "repair",
+            "--select",
+            "R2",
+            "--dry-run",
+            "--plan-out",
+        ])
+        .arg(&plan)
+        .sessions_dir(&s)
+        .run();
+    assert_eq!(saved.code, Some(0), "{}", saved.said());
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(text.contains("finish_set_aside"), "{text}");
+    std::fs::write(s.join(".set-aside").join(&run).join("MANIFEST.jsonl"), b"").unwrap();
+    let (left, half) = (
+        tree(&s.join(STORE)),
+        tree(&s.join(".set-aside").join(&run).join(STORE)),
+    );
+    let out = Doctor::new()
+        .now(NOW)
+        .args(["--json", "--apply-plan"])
+        .arg(&plan)
+        .run();
+    let report = out.json();
+    let finish = finishing_into(&report, &run);
+    assert_eq!(finish.len(), 1, "{report:#}");
+    let outcome = report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["seq"] == finish[0]["seq"])
+        .unwrap();
+    assert_eq!(outcome["outcome"], "skipped", "{outcome}");
+    assert_eq!(tree(&s.join(STORE)), left, "nothing moved");
+    assert_eq!(tree(&s.join(".set-aside").join(&run).join(STORE)), half);
 }
