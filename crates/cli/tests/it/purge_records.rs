@@ -87,14 +87,14 @@ fn converged(s: &Path, run: &str, context: &str) {
 
 /// `chattr` on `path`, which must work: the tests run as root on a filesystem with
 /// attributes (ext4 here and in CI; `.ci/run` installs e2fsprogs when `chattr` is missing).
-fn chattr(flag: &str, path: &Path) {
+pub(crate) fn chattr(flag: &str, path: &Path) {
     let out = Command::new("chattr").arg(flag).arg(path).output();
     let ok = out.as_ref().is_ok_and(|o| o.status.success());
     assert!(ok, "chattr {flag} {}: {out:?}", path.display());
 }
 
 /// Lifts `chattr +i` when dropped, so the temporary directory can go even when a test fails.
-struct Immutable(PathBuf);
+pub(crate) struct Immutable(pub(crate) PathBuf);
 
 impl Drop for Immutable {
     fn drop(&mut self) {
