@@ -64,8 +64,9 @@ pub struct AdminPlan {
     /// Restore: the documents the run's recoveries wrote that were kept (in `skipped`) because
     /// they changed since.
     pub documents_kept: u64,
-    /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) of deletions
-    /// that finished and were receipted; a real run removes them once the plan is applied.
+    /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) with nothing
+    /// left to finish (a deletion that finished and was receipted, or a record whose path now
+    /// holds another directory); a real run removes them once the plan is applied.
     pub stale_pending: Vec<String>,
 }
 
@@ -1126,7 +1127,9 @@ pub const NOTHING_LEFT: &str = "000000000000000000000000000000000000000000000000
 
 /// The purges a record in `S/.reconcile/purge-pending/` says were started and not receipted:
 /// a run still there (same device and inode) is deleted again whatever its age or manifest
-/// (its deletion was decided and begun); a run gone gets the receipt its deletion never had;
+/// (its deletion was decided and begun); another directory there now is not that run (the
+/// record is dropped, named in the errors, and the run is judged as any other); a run gone
+/// gets the receipt its deletion never had;
 /// a record whose deletion was receipted is left for the real run to drop
 /// ([`AdminPlan::stale_pending`]). The runs it plans, by name.
 fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTreeSet<String>> {
@@ -1169,9 +1172,26 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
         {
             continue;
         }
-        let there = root
-            .stat(Path::new(&p.path))?
-            .filter(|s| s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino);
+        let there = match root.stat(Path::new(&p.path))? {
+            Some(s) if s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino => Some(s),
+            // Another directory now (the store copied or restored from a backup, a device
+            // renumbered): not the one whose deletion began. The record goes; the run is
+            // judged as any other.
+            Some(_) => {
+                out.errors.push(Problem::invalid_data(
+                    root.display_path(Path::new(&record)).to_string_lossy(),
+                    format!(
+                        "the purge run {} began of {} is not finished: the directory there now is \
+                         another one (device or inode), so the record is dropped and the run is \
+                         judged as any other",
+                        p.run, p.path
+                    ),
+                ));
+                out.stale_pending.push(record);
+                continue;
+            }
+            None => None,
+        };
         let pre = match there {
             Some(_) => {
                 let d = root.tree_digest(Path::new(&p.path))?;

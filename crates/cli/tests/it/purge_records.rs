@@ -255,3 +255,41 @@ fn a_purge_killed_between_its_record_and_its_receipt_converges() {
         );
     }
 }
+
+/// A purge killed just before its first unlink leaves its record; then the run's directory is
+/// replaced by a copy of itself (another inode: the store copied back from a backup). The
+/// record names a directory that is no longer there: it is dropped, named, and the copy is
+/// judged as any run (whole, old enough: purged and receipted), never skipped forever as a
+/// deletion "already done".
+#[test]
+fn a_record_whose_run_is_another_directory_now_is_dropped_and_the_run_judged_afresh() {
+    let trace = traced_purge();
+    let (n, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let (_tmp, s, run) = repaired();
+    assert!(purge(&s, false).killed_at(&n.to_string()).is_some());
+    assert!(record(&s, &run).is_file(), "the deletion is recorded");
+    let run_dir = s.join(".set-aside").join(&run);
+    let copy = s.join(".set-aside").join("copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&run_dir)
+        .arg(&copy)
+        .status();
+    assert!(cp.is_ok_and(|c| c.success()));
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    std::fs::rename(&copy, &run_dir).unwrap();
+
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    assert!(
+        out.json()["summary"]["errors"]
+            .to_string()
+            .contains("the directory there now is another one"),
+        "{}",
+        out.stdout
+    );
+    converged(&s, &run, "after the run was replaced by a copy");
+}
