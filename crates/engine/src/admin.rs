@@ -1134,6 +1134,7 @@ pub const NOTHING_LEFT: &str = "000000000000000000000000000000000000000000000000
 /// ([`AdminPlan::stale_pending`]). The runs it plans, by name.
 fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTreeSet<String>> {
     let mut taken = BTreeSet::new();
+    let mut seen = BTreeSet::new();
     let (pending, errors) = crate::records::read_pending(root, store::ids::PURGE_PENDING_DIR);
     out.errors.extend(errors);
     if pending.is_empty() {
@@ -1165,11 +1166,14 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
             continue;
         };
         let record = crate::records::purge_pending_file(run);
-        // Only the record named by its run is the executor's (any other name is not ours).
-        if root
-            .stat(Path::new(&record))?
-            .is_none_or(|s| s.kind != EntryKind::File)
-        {
+        // Only the record named by its run is the executor's (a record read from any other
+        // name is not ours, and is neither acted on nor lets the run's own record be dropped),
+        // and each run's once.
+        let own = root
+            .read(Path::new(&record))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::records::PendingDeletion>(&b).ok());
+        if own.as_ref() != Some(&p) || !seen.insert(run.to_owned()) {
             continue;
         }
         let there = match root.stat(Path::new(&p.path))? {

@@ -293,3 +293,31 @@ fn a_record_whose_run_is_another_directory_now_is_dropped_and_the_run_judged_afr
     );
     converged(&s, &run, "after the run was replaced by a copy");
 }
+
+/// A purge killed just after its first unlink leaves a partly deleted run and its record; a
+/// record under another name (a copy, or planted) names the same run with another inode. Only
+/// the record named by its run counts: the deletion is finished and receipted, the other
+/// record neither stops it nor has the run's own record dropped (which would leave the partial
+/// run to the ordinary rules, which skip it).
+#[test]
+fn only_the_record_named_by_its_run_is_read_as_its_purge() {
+    let trace = traced_purge();
+    let (n, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let (_tmp, s, run) = repaired();
+    assert!(purge(&s, false).killed_at(&format!("{n}:after")).is_some());
+    let mut other: Value = serde_json::from_slice(&std::fs::read(record(&s, &run)).unwrap())
+        .expect("the deletion is recorded");
+    other["ino"] = Value::from(other["ino"].as_u64().unwrap() + 1);
+    let planted = s.join(".reconcile/purge-pending/other.json");
+    std::fs::write(&planted, other.to_string()).unwrap();
+
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    let errors = out.json()["summary"]["errors"].to_string();
+    assert!(!errors.contains("another one"), "{errors}");
+    assert!(planted.exists(), "not ours: left alone");
+    converged(&s, &run, "beside a record under another name");
+}
