@@ -167,9 +167,10 @@ enum Line {
     /// Not a record: a line edited by hand, a shape nobody knows. It may have named something.
     NotARecord,
     /// Torn: a record cut short (a writer that died mid-line, a write cut short by `ENOSPC` or
-    /// `EFBIG`). Every writer writes a record's line before acting on it, and acts only once
-    /// the whole line is written, so a torn line names nothing that was done: it is reported
-    /// and passed over.
+    /// `EFBIG`). The doctor writes a manifest line whole before its move, so its torn manifest
+    /// line names nothing moved: it is reported and passed over (in a run whose lines are the
+    /// app's, whose order the format does not give, it is refused: [`read_manifest`]). A torn
+    /// receipt is an action whose receipt was lost: reported, and read as no receipt.
     Torn,
 }
 
@@ -524,6 +525,26 @@ pub fn read_manifest(
             },
             Err(refused) => manifest.refused.push(refused),
         }
+    }
+    // The app's runs: codewhale-format §9.5 says each move appends a line, not that the line
+    // comes first, so a torn line in a run whose lines are the app's may name an item it moved.
+    // It is refused, as a line that is not a record (the restore is partial, the purge keeps
+    // the run). (The doctor writes each line before its move: its torn lines name nothing.)
+    let apps = manifest.items.iter().map(|i| i.writer);
+    let apps = apps.chain(manifest.refused.iter().map(|r| r.writer));
+    if !manifest.is_empty() && apps.into_iter().all(|w| w == Writer::App) {
+        let torn = std::mem::take(&mut manifest.torn);
+        manifest
+            .refused
+            .extend(torn.into_iter().map(|p| RefusedLine {
+                original: String::new(),
+                rule: crate::housekeeping::CODE.into(),
+                why: format!(
+                    "{}; the app may write its line after the move, so it may name an item",
+                    p.message
+                ),
+                writer: Writer::App,
+            }));
     }
     // A line that does not parse may have named an item: the run is not whole, and says so.
     manifest
@@ -1700,6 +1721,51 @@ mod tests {
             at: "2026-11-29T12:00:00Z".into(),
         };
         serde_json::to_string(&l).unwrap()
+    }
+
+    /// A run whose lines are the app's, ending with a torn line: the app may write its line
+    /// after the move (codewhale-format §9.5 does not say), so the torn line may name an item
+    /// in the run. It is refused, and the restore is partial; the whole line's item goes back.
+    #[test]
+    fn a_torn_line_in_a_run_the_app_wrote_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let run_dir = format!("{SET_ASIDE_DIR}/{RUN}");
+        write(s, &format!("{run_dir}/a.json"), b"a");
+        write(s, &format!("{run_dir}/b.json"), b"b");
+        let root = Root::open(s).unwrap();
+        let canonical = s.canonicalize().unwrap();
+        let d = root
+            .file_digest(Path::new(&format!("{run_dir}/a.json")))
+            .unwrap();
+        let whole = serde_json::json!({
+            "at": "2026-11-29T12:00:00Z",
+            "detail": { "sha256": d.sha256, "bytes": d.bytes },
+            "moved_to": canonical.join(&run_dir).join("a.json").to_string_lossy(),
+            "original": canonical.join("a.json").to_string_lossy(),
+            "reason": "set aside by the app"
+        });
+        let torn = r#"{"at":"2026-11-29T12:00:00Z","detail":{"sha256":"3e23"#;
+        write(
+            s,
+            &store::ids::manifest_path(RUN),
+            format!("{whole}\n{torn}").as_bytes(),
+        );
+
+        let m = read_manifest(&root, RUN, &no_rule).unwrap();
+        assert!(m.torn.is_empty(), "{:?}", m.torn);
+        assert_eq!(m.items.len(), 1);
+        assert_eq!(m.refused.len(), 1, "{:?}", m.refused);
+        assert!(
+            m.refused[0].why.contains("is a record cut short")
+                && m.refused[0].why.contains("may name an item"),
+            "{:?}",
+            m.refused
+        );
+        let plan = plan_restore(&root, RUN, &[], &no_rule).unwrap();
+        assert_eq!(plan.items_refused, 1, "{:?}", plan.skipped);
+        assert_eq!(plan.plan.actions.len(), 1, "{:?}", plan.plan.actions);
+        assert_eq!(plan.plan.actions[0].path, "a.json");
     }
 
     /// S with run RUN: `a.json` in the run; `b.json` taken back by a receipted restore; `c.json`
