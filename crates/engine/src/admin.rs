@@ -215,6 +215,7 @@ fn glued<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<T> {
 fn read_lines<T: serde::de::DeserializeOwned>(
     root: &Root,
     rel: &str,
+    nested_glue: bool,
 ) -> fsroot::Result<Option<Lines<T>>> {
     let bytes = match root.read_record(Path::new(rel)) {
         Ok(b) => b,
@@ -232,16 +233,22 @@ fn read_lines<T: serde::de::DeserializeOwned>(
             continue;
         }
         let at = format!("line {} of {}", n + 1, shown.display());
+        // With `nested_glue`, a record glued after a torn line is looked for also when the
+        // whole line reads as JSON cut short: a torn line cut just after a `:` makes the record
+        // glued to it a nested value, so the line ends early. Only for records that never
+        // nest one of their own shape (manifest lines): in a receipt, whose extra fields may
+        // hold any object, a torn line ending with such an object would read as a record
+        // never written.
         match serde_json::from_slice(line) {
             Ok(v) => out.parsed.push(v),
-            Err(e) if e.is_eof() => out.problems.push((
-                Line::Torn,
-                problem(format!(
-                    "{at} is a record cut short (a write that did not finish): it names nothing \
-                 done, passed over"
+            Err(e) => match glued(line).filter(|_| nested_glue || !e.is_eof()) {
+                None if e.is_eof() => out.problems.push((
+                    Line::Torn,
+                    problem(format!(
+                        "{at} is a record cut short (a write that did not finish): it names \
+                         nothing done, passed over"
+                    )),
                 )),
-            )),
-            Err(e) => match glued(line) {
                 Some(v) => {
                     out.parsed.push(v);
                     out.problems.push((
@@ -498,7 +505,7 @@ pub fn read_manifest(
     }
     let rel = store::ids::manifest_path(run);
     let read: Lines<AnyManifestLine> =
-        read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
+        read_lines(root, &rel, true)?.ok_or_else(|| AdminError::NoSuchRun {
             run: run.to_owned(),
             why: format!(
                 "{} does not exist",
@@ -562,7 +569,7 @@ pub fn read_manifest(
 /// The doctor's receipts of S; the app's lines are passed over, each line that is neither is
 /// reported in `problems`.
 fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
-    Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
+    Ok(match read_lines(root, store::ids::RECEIPTS_PATH, false)? {
         Some(Lines {
             parsed,
             problems: p,
@@ -1721,6 +1728,59 @@ mod tests {
             at: "2026-11-29T12:00:00Z".into(),
         };
         serde_json::to_string(&l).unwrap()
+    }
+
+    /// A record glued after a torn line cut just after a `:` (the whole line then reads as
+    /// JSON that ends early, the record a nested value) is read, its item listed and restored;
+    /// the torn part is named.
+    #[test]
+    fn a_record_glued_after_a_line_torn_after_a_colon_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let run_dir = format!("{SET_ASIDE_DIR}/{RUN}");
+        write(s, &format!("{run_dir}/a.json"), b"a");
+        let root = Root::open(s).unwrap();
+        let whole = line(&root, "a.json");
+        let cut = whole.find("\"rule\":").unwrap() + "\"rule\":".len();
+        let glued_line = format!("{}{whole}", &whole[..cut]);
+        assert!(serde_json::from_str::<serde_json::Value>(&glued_line)
+            .unwrap_err()
+            .is_eof());
+        write(s, &store::ids::manifest_path(RUN), glued_line.as_bytes());
+
+        let m = read_manifest(&root, RUN, &no_rule).unwrap();
+        let items: Vec<&str> = m.items.iter().map(|i| i.original.as_str()).collect();
+        assert_eq!(items, ["a.json"], "{m:?}");
+        assert!(m.refused.is_empty(), "{:?}", m.refused);
+        assert_eq!(m.torn.len(), 1);
+        assert!(m.torn[0].message.contains("begins with a record cut short"));
+        let plan = plan_restore(&root, RUN, &[], &no_rule).unwrap();
+        assert_eq!(plan.items_refused, 0, "{:?}", plan.skipped);
+        assert_eq!(plan.plan.actions.len(), 1, "{:?}", plan.plan.actions);
+    }
+
+    /// A torn receipt whose last whole value is an object of a receipt's shape (its extra
+    /// fields may hold any object) is not read as that receipt, which was never written.
+    #[test]
+    fn a_torn_receipt_ending_with_a_nested_object_is_no_receipt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let nested = serde_json::json!({
+            "run": RUN, "seq": 1, "rule": "R1", "action": "restore", "path": "a.json",
+            "outcome": "applied", "at": "2026-11-29T13:00:00Z"
+        });
+        let torn = format!(
+            "{{\"run\":\"{OLDER}\",\"seq\":2,\"rule\":\"R1\",\"action\":\"set_aside\",\
+             \"path\":\"b.json\",\"outcome\":\"applied\",\"at\":\"2026-11-29T13:00:00Z\",\
+             \"detail\":{nested}"
+        );
+        write(s, store::ids::RECEIPTS_PATH, torn.as_bytes());
+        let root = Root::open(s).unwrap();
+        let mut problems = Vec::new();
+        let read = receipts(&root, &mut problems).unwrap();
+        assert!(read.is_empty(), "{read:?}");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("is a record cut short"));
     }
 
     /// A run whose lines are the app's, ending with a torn line: the app may write its line
