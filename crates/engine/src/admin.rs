@@ -67,7 +67,9 @@ pub struct AdminPlan {
     /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) with nothing
     /// left to finish (a deletion that finished and was receipted, or a record whose path now
     /// holds another directory); a real run removes them once the plan is applied.
-    pub stale_pending: Vec<String>,
+    /// Each with the record as read: a real run removes a record only if it still reads so (a
+    /// purge of the run that wrote a record of its own in between keeps that one).
+    pub stale_pending: Vec<(String, crate::records::PendingDeletion)>,
 }
 
 impl AdminPlan {
@@ -1219,7 +1221,7 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
                         p.run, p.path
                     ),
                 ));
-                out.stale_pending.push(record);
+                out.stale_pending.push((record, p.clone()));
                 continue;
             }
             None => None,
@@ -1233,7 +1235,7 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
                 }
             }
             None if receipted.contains(&(p.run.clone(), p.path.clone())) => {
-                out.stale_pending.push(record);
+                out.stale_pending.push((record, p.clone()));
                 continue;
             }
             None => Precondition::Tree {

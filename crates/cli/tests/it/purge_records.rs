@@ -178,6 +178,11 @@ fn traced_purge() -> Vec<(u64, String)> {
     let (_tmp, s, _) = repaired();
     let out: Ran = purge(&s, false).env("DOCTOR_FAULT_TRACE", "1").run();
     assert_eq!(out.code, Some(0), "{}", out.said());
+    mutations(&out)
+}
+
+/// The mutations a run traced (`DOCTOR_FAULT_TRACE=1`), numbered.
+fn mutations(out: &Ran) -> Vec<(u64, String)> {
     out.stderr
         .lines()
         .filter_map(|l| {
@@ -320,4 +325,70 @@ fn only_the_record_named_by_its_run_is_read_as_its_purge() {
     assert!(!errors.contains("another one"), "{errors}");
     assert!(planted.exists(), "not ours: left alone");
     converged(&s, &run, "beside a record under another name");
+}
+
+/// [`repaired`], then a purge killed just before its first unlink (mutation `first_delete`),
+/// then the run replaced by a copy of itself: a record of a directory no longer there.
+fn with_a_record_of_another_directory(first_delete: u64) -> (tempfile::TempDir, PathBuf, String) {
+    let (tmp, s, run) = repaired();
+    assert!(purge(&s, false)
+        .killed_at(&first_delete.to_string())
+        .is_some());
+    assert!(record(&s, &run).is_file());
+    let run_dir = s.join(".set-aside").join(&run);
+    let copy = s.join(".set-aside").join("copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&run_dir)
+        .arg(&copy)
+        .status();
+    assert!(cp.is_ok_and(|c| c.success()));
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    std::fs::rename(&copy, &run_dir).unwrap();
+    (tmp, s, run)
+}
+
+/// The purge that takes a run beside a record of another directory at its path records its
+/// own deletion: killed after its first unlink, or its second unlink failing, the next purge
+/// finishes the deletion and receipts it (the old record neither stands in for the new one
+/// nor has it dropped after the plan).
+#[test]
+fn a_purge_beside_a_record_of_another_directory_records_its_own_deletion() {
+    let trace = traced_purge();
+    let (first_delete, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let deletes: Vec<u64> = {
+        let (_t, s, _) = with_a_record_of_another_directory(*first_delete);
+        let out = purge(&s, false).env("DOCTOR_FAULT_TRACE", "1").run();
+        assert_eq!(out.code, Some(0), "{}", out.said());
+        mutations(&out)
+            .into_iter()
+            .filter(|(_, d)| d.starts_with("delete .set-aside/"))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert!(deletes.len() >= 2, "{deletes:?}");
+
+    let (_t, s, run) = with_a_record_of_another_directory(*first_delete);
+    assert!(purge(&s, false)
+        .killed_at(&format!("{}:after", deletes[0]))
+        .is_some());
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    converged(&s, &run, "killed after its first unlink");
+
+    let (_t, s, run) = with_a_record_of_another_directory(*first_delete);
+    let out = purge(&s, false)
+        .env("DOCTOR_FAULT_AT", format!("{}:fail", deletes[1]))
+        .run();
+    assert_eq!(out.code, Some(1), "{}", out.said());
+    assert!(
+        record(&s, &run).is_file(),
+        "the failed deletion is recorded"
+    );
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    converged(&s, &run, "its second unlink failed");
 }
