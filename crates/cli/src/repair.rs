@@ -235,6 +235,8 @@ pub fn apply_plan_bytes(
     clock: Clock,
     progress: &ProgressSink,
 ) -> Result<RepairReport, Error> {
+    // A clock no run id can spell makes runs no command can name (exit 2).
+    clock.check().map_err(Error::BadEnvironment)?;
     let bad = |why: String| Error::BadPlan(format!("cannot use plan {from}: {why}"));
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
     if value.get("kind").and_then(serde_json::Value::as_str) != Some(PlanFile::KIND) {

@@ -64,9 +64,12 @@ pub struct AdminPlan {
     /// Restore: the documents the run's recoveries wrote that were kept (in `skipped`) because
     /// they changed since.
     pub documents_kept: u64,
-    /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) of deletions
-    /// that finished and were receipted; a real run removes them once the plan is applied.
-    pub stale_pending: Vec<String>,
+    /// Purge: the records in `S/.reconcile/purge-pending/` (paths relative to S) with nothing
+    /// left to finish (a deletion that finished and was receipted, or a record whose path now
+    /// holds another directory); a real run removes them once the plan is applied.
+    /// Each with the record as read: a real run removes a record only if it still reads so (a
+    /// purge of the run that wrote a record of its own in between keeps that one).
+    pub stale_pending: Vec<(String, crate::records::PendingDeletion)>,
 }
 
 impl AdminPlan {
@@ -166,9 +169,10 @@ enum Line {
     /// Not a record: a line edited by hand, a shape nobody knows. It may have named something.
     NotARecord,
     /// Torn: a record cut short (a writer that died mid-line, a write cut short by `ENOSPC` or
-    /// `EFBIG`). Every writer writes a record's line before acting on it, and acts only once
-    /// the whole line is written, so a torn line names nothing that was done: it is reported
-    /// and passed over.
+    /// `EFBIG`). The doctor writes a manifest line whole before its move, so its torn manifest
+    /// line names nothing moved: it is reported and passed over (in a run whose lines are the
+    /// app's, whose order the format does not give, it is refused: [`read_manifest`]). A torn
+    /// receipt is an action whose receipt was lost: reported, and read as no receipt.
     Torn,
 }
 
@@ -213,6 +217,7 @@ fn glued<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<T> {
 fn read_lines<T: serde::de::DeserializeOwned>(
     root: &Root,
     rel: &str,
+    nested_glue: bool,
 ) -> fsroot::Result<Option<Lines<T>>> {
     let bytes = match root.read_record(Path::new(rel)) {
         Ok(b) => b,
@@ -230,16 +235,22 @@ fn read_lines<T: serde::de::DeserializeOwned>(
             continue;
         }
         let at = format!("line {} of {}", n + 1, shown.display());
+        // With `nested_glue`, a record glued after a torn line is looked for also when the
+        // whole line reads as JSON cut short: a torn line cut just after a `:` makes the record
+        // glued to it a nested value, so the line ends early. Only for records that never
+        // nest one of their own shape (manifest lines): in a receipt, whose extra fields may
+        // hold any object, a torn line ending with such an object would read as a record
+        // never written.
         match serde_json::from_slice(line) {
             Ok(v) => out.parsed.push(v),
-            Err(e) if e.is_eof() => out.problems.push((
-                Line::Torn,
-                problem(format!(
-                    "{at} is a record cut short (a write that did not finish): it names nothing \
-                 done, passed over"
+            Err(e) => match glued(line).filter(|_| nested_glue || !e.is_eof()) {
+                None if e.is_eof() => out.problems.push((
+                    Line::Torn,
+                    problem(format!(
+                        "{at} is a record cut short (a write that did not finish): it names \
+                         nothing done, passed over"
+                    )),
                 )),
-            )),
-            Err(e) => match glued(line) {
                 Some(v) => {
                     out.parsed.push(v);
                     out.problems.push((
@@ -503,7 +514,7 @@ pub fn read_manifest(
     }
     let rel = store::ids::manifest_path(run);
     let read: Lines<AnyManifestLine> =
-        read_lines(root, &rel)?.ok_or_else(|| AdminError::NoSuchRun {
+        read_lines(root, &rel, true)?.ok_or_else(|| AdminError::NoSuchRun {
             run: run.to_owned(),
             why: format!(
                 "{} does not exist",
@@ -540,6 +551,26 @@ pub fn read_manifest(
         }
     }
     manifest.items.retain(|i| !voided.contains(&i.moved_to));
+    // The app's runs: codewhale-format §9.5 says each move appends a line, not that the line
+    // comes first, so a torn line in a run whose lines are the app's may name an item it moved.
+    // It is refused, as a line that is not a record (the restore is partial, the purge keeps
+    // the run). (The doctor writes each line before its move: its torn lines name nothing.)
+    let apps = manifest.items.iter().map(|i| i.writer);
+    let apps = apps.chain(manifest.refused.iter().map(|r| r.writer));
+    if !manifest.is_empty() && apps.into_iter().all(|w| w == Writer::App) {
+        let torn = std::mem::take(&mut manifest.torn);
+        manifest
+            .refused
+            .extend(torn.into_iter().map(|p| RefusedLine {
+                original: String::new(),
+                rule: crate::housekeeping::CODE.into(),
+                why: format!(
+                    "{}; the app may write its line after the move, so it may name an item",
+                    p.message
+                ),
+                writer: Writer::App,
+            }));
+    }
     // A line that does not parse may have named an item: the run is not whole, and says so.
     manifest
         .refused
@@ -556,7 +587,7 @@ pub fn read_manifest(
 /// The doctor's receipts of S; the app's lines are passed over, each line that is neither is
 /// reported in `problems`.
 fn receipts(root: &Root, problems: &mut Vec<Problem>) -> fsroot::Result<Vec<Receipt>> {
-    Ok(match read_lines(root, store::ids::RECEIPTS_PATH)? {
+    Ok(match read_lines(root, store::ids::RECEIPTS_PATH, false)? {
         Some(Lines {
             parsed,
             problems: p,
@@ -1165,11 +1196,14 @@ pub const NOTHING_LEFT: &str = "000000000000000000000000000000000000000000000000
 
 /// The purges a record in `S/.reconcile/purge-pending/` says were started and not receipted:
 /// a run still there (same device and inode) is deleted again whatever its age or manifest
-/// (its deletion was decided and begun); a run gone gets the receipt its deletion never had;
+/// (its deletion was decided and begun); another directory there now is not that run (the
+/// record is dropped, named in the errors, and the run is judged as any other); a run gone
+/// gets the receipt its deletion never had;
 /// a record whose deletion was receipted is left for the real run to drop
 /// ([`AdminPlan::stale_pending`]). The runs it plans, by name.
 fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTreeSet<String>> {
     let mut taken = BTreeSet::new();
+    let mut seen = BTreeSet::new();
     let (pending, errors) = crate::records::read_pending(root, store::ids::PURGE_PENDING_DIR);
     out.errors.extend(errors);
     if pending.is_empty() {
@@ -1201,16 +1235,36 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
             continue;
         };
         let record = crate::records::purge_pending_file(run);
-        // Only the record named by its run is the executor's (any other name is not ours).
-        if root
-            .stat(Path::new(&record))?
-            .is_none_or(|s| s.kind != EntryKind::File)
-        {
+        // Only the record named by its run is the executor's (a record read from any other
+        // name is not ours, and is neither acted on nor lets the run's own record be dropped),
+        // and each run's once.
+        let own = root
+            .read(Path::new(&record))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::records::PendingDeletion>(&b).ok());
+        if own.as_ref() != Some(&p) || !seen.insert(run.to_owned()) {
             continue;
         }
-        let there = root
-            .stat(Path::new(&p.path))?
-            .filter(|s| s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino);
+        let there = match root.stat(Path::new(&p.path))? {
+            Some(s) if s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino => Some(s),
+            // Another directory now (the store copied or restored from a backup, a device
+            // renumbered): not the one whose deletion began. The record goes; the run is
+            // judged as any other.
+            Some(_) => {
+                out.errors.push(Problem::invalid_data(
+                    root.display_path(Path::new(&record)).to_string_lossy(),
+                    format!(
+                        "the purge run {} began of {} is not finished: the directory there now is \
+                         another one (device or inode), so the record is dropped and the run is \
+                         judged as any other",
+                        p.run, p.path
+                    ),
+                ));
+                out.stale_pending.push((record, p.clone()));
+                continue;
+            }
+            None => None,
+        };
         let pre = match there {
             Some(_) => {
                 let d = root.tree_digest(Path::new(&p.path))?;
@@ -1220,7 +1274,7 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
                 }
             }
             None if receipted.contains(&(p.run.clone(), p.path.clone())) => {
-                out.stale_pending.push(record);
+                out.stale_pending.push((record, p.clone()));
                 continue;
             }
             None => Precondition::Tree {
@@ -1716,6 +1770,104 @@ mod tests {
             rolled_back: false,
         };
         serde_json::to_string(&l).unwrap()
+    }
+
+    /// A record glued after a torn line cut just after a `:` (the whole line then reads as
+    /// JSON that ends early, the record a nested value) is read, its item listed and restored;
+    /// the torn part is named.
+    #[test]
+    fn a_record_glued_after_a_line_torn_after_a_colon_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let run_dir = format!("{SET_ASIDE_DIR}/{RUN}");
+        write(s, &format!("{run_dir}/a.json"), b"a");
+        let root = Root::open(s).unwrap();
+        let whole = line(&root, "a.json");
+        let cut = whole.find("\"rule\":").unwrap() + "\"rule\":".len();
+        let glued_line = format!("{}{whole}", &whole[..cut]);
+        assert!(serde_json::from_str::<serde_json::Value>(&glued_line)
+            .unwrap_err()
+            .is_eof());
+        write(s, &store::ids::manifest_path(RUN), glued_line.as_bytes());
+
+        let m = read_manifest(&root, RUN, &no_rule).unwrap();
+        let items: Vec<&str> = m.items.iter().map(|i| i.original.as_str()).collect();
+        assert_eq!(items, ["a.json"], "{m:?}");
+        assert!(m.refused.is_empty(), "{:?}", m.refused);
+        assert_eq!(m.torn.len(), 1);
+        assert!(m.torn[0].message.contains("begins with a record cut short"));
+        let plan = plan_restore(&root, RUN, &[], &no_rule).unwrap();
+        assert_eq!(plan.items_refused, 0, "{:?}", plan.skipped);
+        assert_eq!(plan.plan.actions.len(), 1, "{:?}", plan.plan.actions);
+    }
+
+    /// A torn receipt whose last whole value is an object of a receipt's shape (its extra
+    /// fields may hold any object) is not read as that receipt, which was never written.
+    #[test]
+    fn a_torn_receipt_ending_with_a_nested_object_is_no_receipt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let nested = serde_json::json!({
+            "run": RUN, "seq": 1, "rule": "R1", "action": "restore", "path": "a.json",
+            "outcome": "applied", "at": "2026-11-29T13:00:00Z"
+        });
+        let torn = format!(
+            "{{\"run\":\"{OLDER}\",\"seq\":2,\"rule\":\"R1\",\"action\":\"set_aside\",\
+             \"path\":\"b.json\",\"outcome\":\"applied\",\"at\":\"2026-11-29T13:00:00Z\",\
+             \"detail\":{nested}"
+        );
+        write(s, store::ids::RECEIPTS_PATH, torn.as_bytes());
+        let root = Root::open(s).unwrap();
+        let mut problems = Vec::new();
+        let read = receipts(&root, &mut problems).unwrap();
+        assert!(read.is_empty(), "{read:?}");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("is a record cut short"));
+    }
+
+    /// A run whose lines are the app's, ending with a torn line: the app may write its line
+    /// after the move (codewhale-format §9.5 does not say), so the torn line may name an item
+    /// in the run. It is refused, and the restore is partial; the whole line's item goes back.
+    #[test]
+    fn a_torn_line_in_a_run_the_app_wrote_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let run_dir = format!("{SET_ASIDE_DIR}/{RUN}");
+        write(s, &format!("{run_dir}/a.json"), b"a");
+        write(s, &format!("{run_dir}/b.json"), b"b");
+        let root = Root::open(s).unwrap();
+        let canonical = s.canonicalize().unwrap();
+        let d = root
+            .file_digest(Path::new(&format!("{run_dir}/a.json")))
+            .unwrap();
+        let whole = serde_json::json!({
+            "at": "2026-11-29T12:00:00Z",
+            "detail": { "sha256": d.sha256, "bytes": d.bytes },
+            "moved_to": canonical.join(&run_dir).join("a.json").to_string_lossy(),
+            "original": canonical.join("a.json").to_string_lossy(),
+            "reason": "set aside by the app"
+        });
+        let torn = r#"{"at":"2026-11-29T12:00:00Z","detail":{"sha256":"3e23"#;
+        write(
+            s,
+            &store::ids::manifest_path(RUN),
+            format!("{whole}\n{torn}").as_bytes(),
+        );
+
+        let m = read_manifest(&root, RUN, &no_rule).unwrap();
+        assert!(m.torn.is_empty(), "{:?}", m.torn);
+        assert_eq!(m.items.len(), 1);
+        assert_eq!(m.refused.len(), 1, "{:?}", m.refused);
+        assert!(
+            m.refused[0].why.contains("is a record cut short")
+                && m.refused[0].why.contains("may name an item"),
+            "{:?}",
+            m.refused
+        );
+        let plan = plan_restore(&root, RUN, &[], &no_rule).unwrap();
+        assert_eq!(plan.items_refused, 1, "{:?}", plan.skipped);
+        assert_eq!(plan.plan.actions.len(), 1, "{:?}", plan.plan.actions);
+        assert_eq!(plan.plan.actions[0].path, "a.json");
     }
 
     /// S with run RUN: `a.json` in the run; `b.json` taken back by a receipted restore; `c.json`

@@ -52,7 +52,8 @@ impl Act<'_> {
     /// the rename (a good document renamed over a torn one), or one that cannot be looked at,
     /// is not what the line promises: a second line records what was actually moved when it
     /// can be digested (the last line for a `moved_to` is the one that counts), then it goes
-    /// back to its path if nothing took that path meanwhile, and the action is the skip the
+    /// back to its path if nothing took that path meanwhile (also when that second line could
+    /// not be written: it never stays in the run under the first), and the action is the skip the
     /// planner would have made, its receipt naming what went back (`put_back_from`).
     pub fn set_aside(&self) -> Result<Extra, Refusal> {
         let path = Path::new(&self.action.path);
@@ -71,6 +72,9 @@ impl Act<'_> {
                 Some(e) => Err(Refusal::Fail(e)),
             };
         }
+        // The line that records what was moved, when it cannot be written, does not stop the
+        // put-back: the item must not stay in the run under a line whose digest is not its own.
+        let mut unrecorded = None;
         if let Ok(Some(d)) = &found {
             let mut corrected = line.with_digest(d);
             corrected.reason = format!(
@@ -78,15 +82,36 @@ impl Act<'_> {
                  the check and the move), this line records what was moved",
                 line.reason
             );
-            self.write_manifest(&corrected)?;
+            if let Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _)) =
+                self.write_manifest(&corrected)
+            {
+                unrecorded = Some(e);
+            }
         }
         match self.moved(Path::new(&moved_to), path) {
             Ok(_) => Err(Refusal::Undone(
-                "changed since planned: it was replaced between the check and the move, and \
-                 was put back"
-                    .into(),
+                match &unrecorded {
+                    None => "changed since planned: it was replaced between the check and the \
+                             move, and was put back"
+                        .into(),
+                    Some(e) => format!(
+                        "changed since planned: it was replaced between the check and the move, \
+                         and was put back (the manifest line recording what was moved could not \
+                         be written: {e})"
+                    ),
+                },
                 Extra::from_iter([("put_back_from".to_owned(), moved_to.into())]),
             )),
+            Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _))
+                if unrecorded.is_some() =>
+            {
+                Err(Refusal::Fail(format!(
+                    "the item moved to {moved_to} was replaced between the check and the move, \
+                     the manifest line recording what was moved could not be written ({}), and \
+                     it could not be put back: {e}",
+                    unrecorded.unwrap_or_default()
+                )))
+            }
             Err(Refusal::Fail(e) | Refusal::Skip(e) | Refusal::Undone(e, _)) => {
                 extra.insert(
                     "not_as_planned".into(),

@@ -53,7 +53,12 @@ pub(crate) fn purge(
     a: &PlannedAction,
     step: &Step<'_>,
 ) -> Result<Extra, Refusal> {
-    let earlier = pending(root, &a.path);
+    // An earlier purge's record of this very directory (same device and inode); a record of
+    // another directory at this path is not finished here, and this purge records its own.
+    let earlier = pending(root, &a.path).filter(|(_, p)| {
+        already_deleted(a)
+            || matches!(root.stat(Path::new(&a.path)), Ok(Some(s)) if s.dev == p.dev && s.ino == p.ino)
+    });
     let mut extra = Extra::new();
     if let Some((_, p)) = &earlier {
         extra.insert("finishes_run".into(), Value::from(p.run.clone()));
@@ -118,12 +123,24 @@ pub(crate) fn receipted(
     }
 }
 
-/// Removes the records of purges that finished and were receipted (`stale`, paths relative to
-/// S, from the plan); the errors met.
-pub fn drop_stale_purge_records(root: &WritableRoot, stale: &[String]) -> Vec<Problem> {
+/// Removes the records with nothing left to finish (`stale`, paths relative to S and the
+/// records as the plan read them), each only if it still reads the same: a purge of its run in
+/// this plan wrote a record of its own in its place, which stays until its receipt is written
+/// (and is gone once it is). The errors met.
+pub fn drop_stale_purge_records(
+    root: &WritableRoot,
+    stale: &[(String, PendingDeletion)],
+) -> Vec<Problem> {
     stale
         .iter()
-        .filter_map(|file| root.remove_file(Path::new(file)).err())
+        .filter(|(file, record)| {
+            root.read(Path::new(file))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<PendingDeletion>(&b).ok())
+                .as_ref()
+                == Some(record)
+        })
+        .filter_map(|(file, _)| root.remove_file(Path::new(file)).err())
         .map(|e| Problem::from(&e))
         .collect()
 }

@@ -120,16 +120,10 @@ fn carries_image_content(item: &TurnItemRecord) -> bool {
                     .is_some_and(|meta| meta.get("runtime_image_content").is_some())))
 }
 
-/// An instant as (seconds, nanoseconds), so sub-second differences order as chrono orders them.
+/// An instant as (seconds, nanoseconds), read by chrono as the app reads it, so instants order
+/// as chrono orders them (sub-second differences, and a leap second after the second before).
 fn instant(t: &Rfc3339) -> (Timestamp, u32) {
-    let mut nanos = 0u32;
-    if let Some(frac) = t.0.get(19..).and_then(|rest| rest.strip_prefix('.')) {
-        let digits: Vec<u32> = frac.chars().map_while(|c| c.to_digit(10)).take(9).collect();
-        for (i, d) in digits.iter().enumerate() {
-            nanos += d * 10u32.pow(8 - i as u32);
-        }
-    }
-    (t.timestamp(), nanos)
+    Timestamp::parse_as_app_nanos(&t.0).unwrap_or((Timestamp(0), 0))
 }
 
 /// Earlier first; an absent instant sorts after every present one.
@@ -686,6 +680,40 @@ mod tests {
 
     fn agent_item(turn_id: &str, id: &str, text: &str) -> TurnItemRecord {
         item(turn_id, id, "agent_message", json!({"detail": text}))
+    }
+
+    /// Instants compare as chrono compares the app's `DateTime<Utc>`: sub-second digits, a
+    /// leap second (after every instant of the second before it), offsets, and chrono's relaxed
+    /// forms.
+    #[test]
+    fn instants_order_as_chrono_orders_them() {
+        let texts = [
+            "2016-12-31T23:59:59Z",
+            "2016-12-31T23:59:59.5Z",
+            "2016-12-31T23:59:59.999999999Z",
+            "2016-12-31T23:59:60Z",
+            "2016-12-31T23:59:60.5Z",
+            "2017-01-01T00:00:00Z",
+            "2017-01-01T01:00:00.25+01:00",
+            "2017-01-01T00:00:00.125 +00:00",
+            "2017-01-01T00:00:00.5Z",
+        ];
+        for a in texts {
+            for b in texts {
+                // What chrono's `Deserialize for DateTime<Utc>` does.
+                let chrono = |s: &str| {
+                    s.parse::<chrono::DateTime<chrono::FixedOffset>>()
+                        .unwrap()
+                        .with_timezone(&chrono::Utc)
+                };
+                let (ra, rb) = (Rfc3339(a.into()), Rfc3339(b.into()));
+                assert_eq!(
+                    instant_cmp(Some(&ra), Some(&rb)),
+                    chrono(a).cmp(&chrono(b)),
+                    "{a} vs {b}"
+                );
+            }
+        }
     }
 
     fn group(items: Vec<TurnItemRecord>) -> HashMap<String, Vec<TurnItemRecord>> {

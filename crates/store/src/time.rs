@@ -91,9 +91,15 @@ impl Timestamp {
     /// document is judged by the very parser that loads it. Only documents' timestamps are read
     /// this way; the doctor's own clock and records use [`Timestamp::parse`].
     pub fn parse_as_app(s: &str) -> Option<Timestamp> {
+        Timestamp::parse_as_app_nanos(s).map(|(t, _)| t)
+    }
+
+    /// [`Timestamp::parse_as_app`], and the nanoseconds past that second (past 999,999,999 in
+    /// a leap second, as chrono counts them), so instants compare as the app compares them.
+    pub fn parse_as_app_nanos(s: &str) -> Option<(Timestamp, u32)> {
         s.parse::<chrono::DateTime<chrono::FixedOffset>>()
             .ok()
-            .map(|t| Timestamp(t.timestamp()))
+            .map(|t| (Timestamp(t.timestamp()), t.timestamp_subsec_nanos()))
     }
 
     /// Whether a run id can spell this instant: its UTC year is 0000 to 9999.

@@ -87,14 +87,14 @@ fn converged(s: &Path, run: &str, context: &str) {
 
 /// `chattr` on `path`, which must work: the tests run as root on a filesystem with
 /// attributes (ext4 here and in CI; `.ci/run` installs e2fsprogs when `chattr` is missing).
-fn chattr(flag: &str, path: &Path) {
+pub(crate) fn chattr(flag: &str, path: &Path) {
     let out = Command::new("chattr").arg(flag).arg(path).output();
     let ok = out.as_ref().is_ok_and(|o| o.status.success());
     assert!(ok, "chattr {flag} {}: {out:?}", path.display());
 }
 
 /// Lifts `chattr +i` when dropped, so the temporary directory can go even when a test fails.
-struct Immutable(PathBuf);
+pub(crate) struct Immutable(pub(crate) PathBuf);
 
 impl Drop for Immutable {
     fn drop(&mut self) {
@@ -178,6 +178,11 @@ fn traced_purge() -> Vec<(u64, String)> {
     let (_tmp, s, _) = repaired();
     let out: Ran = purge(&s, false).env("DOCTOR_FAULT_TRACE", "1").run();
     assert_eq!(out.code, Some(0), "{}", out.said());
+    mutations(&out)
+}
+
+/// The mutations a run traced (`DOCTOR_FAULT_TRACE=1`), numbered.
+fn mutations(out: &Ran) -> Vec<(u64, String)> {
     out.stderr
         .lines()
         .filter_map(|l| {
@@ -254,4 +259,136 @@ fn a_purge_killed_between_its_record_and_its_receipt_converges() {
             "{context}: nothing deleted"
         );
     }
+}
+
+/// A purge killed just before its first unlink leaves its record; then the run's directory is
+/// replaced by a copy of itself (another inode: the store copied back from a backup). The
+/// record names a directory that is no longer there: it is dropped, named, and the copy is
+/// judged as any run (whole, old enough: purged and receipted), never skipped forever as a
+/// deletion "already done".
+#[test]
+fn a_record_whose_run_is_another_directory_now_is_dropped_and_the_run_judged_afresh() {
+    let trace = traced_purge();
+    let (n, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let (_tmp, s, run) = repaired();
+    assert!(purge(&s, false).killed_at(&n.to_string()).is_some());
+    assert!(record(&s, &run).is_file(), "the deletion is recorded");
+    let run_dir = s.join(".set-aside").join(&run);
+    let copy = s.join(".set-aside").join("copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&run_dir)
+        .arg(&copy)
+        .status();
+    assert!(cp.is_ok_and(|c| c.success()));
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    std::fs::rename(&copy, &run_dir).unwrap();
+
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    assert!(
+        out.json()["summary"]["errors"]
+            .to_string()
+            .contains("the directory there now is another one"),
+        "{}",
+        out.stdout
+    );
+    converged(&s, &run, "after the run was replaced by a copy");
+}
+
+/// A purge killed just after its first unlink leaves a partly deleted run and its record; a
+/// record under another name (a copy, or planted) names the same run with another inode. Only
+/// the record named by its run counts: the deletion is finished and receipted, the other
+/// record neither stops it nor has the run's own record dropped (which would leave the partial
+/// run to the ordinary rules, which skip it).
+#[test]
+fn only_the_record_named_by_its_run_is_read_as_its_purge() {
+    let trace = traced_purge();
+    let (n, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let (_tmp, s, run) = repaired();
+    assert!(purge(&s, false).killed_at(&format!("{n}:after")).is_some());
+    let mut other: Value = serde_json::from_slice(&std::fs::read(record(&s, &run)).unwrap())
+        .expect("the deletion is recorded");
+    other["ino"] = Value::from(other["ino"].as_u64().unwrap() + 1);
+    let planted = s.join(".reconcile/purge-pending/other.json");
+    std::fs::write(&planted, other.to_string()).unwrap();
+
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    let errors = out.json()["summary"]["errors"].to_string();
+    assert!(!errors.contains("another one"), "{errors}");
+    assert!(planted.exists(), "not ours: left alone");
+    converged(&s, &run, "beside a record under another name");
+}
+
+/// [`repaired`], then a purge killed just before its first unlink (mutation `first_delete`),
+/// then the run replaced by a copy of itself: a record of a directory no longer there.
+fn with_a_record_of_another_directory(first_delete: u64) -> (tempfile::TempDir, PathBuf, String) {
+    let (tmp, s, run) = repaired();
+    assert!(purge(&s, false)
+        .killed_at(&first_delete.to_string())
+        .is_some());
+    assert!(record(&s, &run).is_file());
+    let run_dir = s.join(".set-aside").join(&run);
+    let copy = s.join(".set-aside").join("copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&run_dir)
+        .arg(&copy)
+        .status();
+    assert!(cp.is_ok_and(|c| c.success()));
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    std::fs::rename(&copy, &run_dir).unwrap();
+    (tmp, s, run)
+}
+
+/// The purge that takes a run beside a record of another directory at its path records its
+/// own deletion: killed after its first unlink, or its second unlink failing, the next purge
+/// finishes the deletion and receipts it (the old record neither stands in for the new one
+/// nor has it dropped after the plan).
+#[test]
+fn a_purge_beside_a_record_of_another_directory_records_its_own_deletion() {
+    let trace = traced_purge();
+    let (first_delete, _) = trace
+        .iter()
+        .find(|(_, d)| d.starts_with("delete .set-aside/"))
+        .unwrap_or_else(|| panic!("no deletion: {trace:#?}"));
+    let deletes: Vec<u64> = {
+        let (_t, s, _) = with_a_record_of_another_directory(*first_delete);
+        let out = purge(&s, false).env("DOCTOR_FAULT_TRACE", "1").run();
+        assert_eq!(out.code, Some(0), "{}", out.said());
+        mutations(&out)
+            .into_iter()
+            .filter(|(_, d)| d.starts_with("delete .set-aside/"))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert!(deletes.len() >= 2, "{deletes:?}");
+
+    let (_t, s, run) = with_a_record_of_another_directory(*first_delete);
+    assert!(purge(&s, false)
+        .killed_at(&format!("{}:after", deletes[0]))
+        .is_some());
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    converged(&s, &run, "killed after its first unlink");
+
+    let (_t, s, run) = with_a_record_of_another_directory(*first_delete);
+    let out = purge(&s, false)
+        .env("DOCTOR_FAULT_AT", format!("{}:fail", deletes[1]))
+        .run();
+    assert_eq!(out.code, Some(1), "{}", out.said());
+    assert!(
+        record(&s, &run).is_file(),
+        "the failed deletion is recorded"
+    );
+    let out = purge(&s, false).run();
+    assert_eq!(out.code, Some(0), "{}", out.said());
+    converged(&s, &run, "its second unlink failed");
 }

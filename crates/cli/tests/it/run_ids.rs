@@ -161,7 +161,7 @@ fn latest_is_the_run_that_ran_last_among_runs_of_one_second() {
 }
 
 /// The library refuses such a clock too (a host embedding the doctor with a system clock set
-/// past 9999, or a fixed instant past it): exit 2, nothing written.
+/// past 9999, or a fixed instant past it), also applying a plan file: exit 2, nothing written.
 #[test]
 fn a_library_run_whose_clock_no_run_id_can_spell_is_refused() {
     let (_tmp, s) = store_with_torn(&["torn"]);
@@ -170,7 +170,20 @@ fn a_library_run_whose_clock_no_run_id_can_spell_is_refused() {
     opts.clock = store::Clock::Fixed(store::Timestamp(store::Timestamp::MAX.0 + 1));
     let repaired = doctor::repair_sessions(&opts).unwrap_err();
     let purged = doctor::purge(&opts, 86_400, false).unwrap_err();
-    for e in [repaired, purged] {
+    // A plan made with a clock that works, applied with one that does not.
+    let mut dry = doctor::RepairOptions::new(&s);
+    dry.codewhale_home = None;
+    dry.dry_run = true;
+    dry.clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());
+    let plan = doctor::plan_file_bytes(&doctor::repair_sessions(&dry).unwrap());
+    let applied = doctor::apply_plan_bytes(
+        &plan,
+        "plan.json",
+        opts.clock,
+        &store::progress::ProgressSink::silent(),
+    )
+    .unwrap_err();
+    for e in [repaired, purged, applied] {
         assert_eq!(e.exit_code(), 2, "{e}");
         assert!(e.to_string().contains("0000 to 9999"), "{e}");
     }

@@ -384,3 +384,55 @@ fn a_failed_manifest_append_moves_nothing() {
     assert_eq!(again.code, Some(0), "{}", again.said());
     assert!(!s.join("torn.json").exists());
 }
+
+/// A good document renamed over a torn one between R1's check and its move, and the manifest
+/// made unwritable in the same instant (`chattr +i`), so the second line, the one recording
+/// what was actually moved, cannot be written: the document still goes back to its path (it
+/// must never stay in the run under the first line, whose digest is the torn document's and
+/// which a restore refuses), the action is skipped saying so, and the run holds nothing.
+#[test]
+fn a_replaced_item_whose_second_manifest_line_cannot_be_written_is_put_back() {
+    let (_tmp, s) = store_with_torn(&["torn"]);
+    let good = pretty(&document("torn"));
+    let mut guard = None;
+    let out = Doctor::new()
+        .args(["--repair-sessions", "--json"])
+        .sessions_dir(&s)
+        .now(NOW)
+        .run_paused(vec![(
+            "move torn.json",
+            Box::new(|| {
+                std::fs::write(s.join("incoming.json"), &good).unwrap();
+                std::fs::rename(s.join("incoming.json"), s.join("torn.json")).unwrap();
+                let manifest = s
+                    .join(".set-aside")
+                    .join(&runs(&s)[0])
+                    .join("MANIFEST.jsonl");
+                crate::purge_records::chattr("+i", &manifest);
+                guard = Some(crate::purge_records::Immutable(manifest));
+            }),
+        )]);
+    drop(guard);
+    assert_eq!(
+        std::fs::read(s.join("torn.json")).unwrap(),
+        good,
+        "put back: {}",
+        out.said()
+    );
+    let run = runs(&s).remove(0);
+    let manifest = s.join(".set-aside").join(&run).join("MANIFEST.jsonl");
+    assert_eq!(lines(&manifest).len(), 1, "the second line was not written");
+    assert!(!s.join(".set-aside").join(&run).join("torn.json").exists());
+    let report = out.json();
+    assert_eq!(
+        report["plan"]["actions"][0]["path"], "torn.json",
+        "{report:#}"
+    );
+    let outcome = &report["outcomes"][0];
+    assert_eq!(outcome["outcome"], "skipped", "{outcome:#}");
+    let why = outcome["why"].as_str().unwrap();
+    assert!(
+        why.contains("put back") && why.contains("could not be written"),
+        "{why}"
+    );
+}
