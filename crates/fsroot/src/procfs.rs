@@ -76,7 +76,8 @@ pub struct ProcessScan {
     /// Why this `/proc` may not list every process (`mounted with hidepid=invisible`, `pid 1
     /// is not listed`); `None` when it lists them all.
     pub hidden: Option<String>,
-    /// This process's own status: the sweep's uid, capabilities and bounding set.
+    /// This process's own status: the sweep's uid, capabilities and bounding set (the
+    /// default when it cannot be read, which [`ProcessScan::hidden`] then says).
     pub own: ProcStatus,
 }
 
@@ -151,7 +152,8 @@ fn trim_start(b: &[u8]) -> &[u8] {
     &b[n..]
 }
 
-/// Parses `status` (and the `stat` flags) into a [`ProcStatus`]; `None` without a `Uid:` line.
+/// Parses `status` (and the `stat` flags) into a [`ProcStatus`]; `None` without its `Uid:`
+/// and capability lines (a process whose privileges are unknown).
 fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
     let text = String::from_utf8_lossy(status);
     let field = |key: &str| {
@@ -165,16 +167,15 @@ fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
         *u = parts.next()?.parse().ok()?;
     }
     let cap = |key: &str| field(key).and_then(|v| u64::from_str_radix(v, 16).ok());
-    // Unknown capabilities are taken as all of them: more privilege, never less.
     let kernel_thread = match field("Kthread:") {
         Some(v) => v == "1",
         None => stat.is_some_and(stat_is_kernel_thread),
     };
     Some(ProcStatus {
         uids,
-        cap_prm: cap("CapPrm:").unwrap_or(u64::MAX),
-        cap_eff: cap("CapEff:").unwrap_or(u64::MAX),
-        cap_bnd: cap("CapBnd:").unwrap_or(u64::MAX),
+        cap_prm: cap("CapPrm:")?,
+        cap_eff: cap("CapEff:")?,
+        cap_bnd: cap("CapBnd:")?,
         kernel_thread,
     })
 }
@@ -312,10 +313,10 @@ impl Procfs {
         })
     }
 
-    /// Reads every process. An error only when `/proc` cannot be listed, does not list this
-    /// process, or its own `status` or `mountinfo` cannot be read; processes that vanish are
-    /// left out, unreadable items are counted and their processes listed, a `/proc` that may
-    /// hide processes is noted ([`ProcessScan::hidden`]).
+    /// Reads every process. An error only when `/proc` cannot be listed or does not list this
+    /// process; processes that vanish are left out, unreadable items are counted and their
+    /// processes listed, a `/proc` that may hide processes (or whose `status` and `mountinfo`
+    /// of this process cannot be read) is noted ([`ProcessScan::hidden`]).
     pub fn scan(&self) -> Result<ProcessScan> {
         let entries = self.root.list(Path::new(""))?;
         let own = std::process::id();
@@ -345,11 +346,16 @@ impl Procfs {
             ));
         }
         refs.unread.sort_by_key(|u| u.pid);
-        refs.own = self.own_status()?;
-        let mountinfo = self.root.read(&self.own_dir().join("mountinfo"))?;
-        let anchor = self.root.canonical_anchor();
-        refs.hidden = hiding_options(&mountinfo, anchor)
-            .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
+        // What cannot be read of this very process leaves the table as good as hidden.
+        let own_status = self.own_status();
+        let mountinfo = self.root.read(&self.own_dir().join("mountinfo"));
+        refs.hidden = match (&own_status, &mountinfo) {
+            (Err(e), _) => Some(format!("this process's status cannot be read: {e}")),
+            (_, Err(e)) => Some(format!("this process's mountinfo cannot be read: {e}")),
+            (Ok(_), Ok(info)) => hiding_options(info, self.root.canonical_anchor()),
+        }
+        .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
+        refs.own = own_status.unwrap_or_default();
         Ok(refs)
     }
 
@@ -451,16 +457,20 @@ CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\
         assert_eq!(st.uids, [1000, 0, 0, 0]);
         assert_eq!((st.cap_prm, st.cap_eff), (0x1ff_ffff_ffff, 0x1ff_ffff_ffff));
         assert!(!st.kernel_thread);
-        // Capabilities it does not show are taken as all of them.
-        let st = parse_status(b"Uid:\t5\t5\t5\t5\n", None).unwrap();
-        assert_eq!(st.cap_prm, u64::MAX);
+        // Without its uids or capabilities, whom it runs as is unknown.
+        assert_eq!(parse_status(b"Uid:\t5\t5\t5\t5\n", None), None);
         assert_eq!(parse_status(b"Name:\tx\n", None), None, "no Uid line");
         // Kthread: where the kernel says it, else PF_KTHREAD in stat (comm may hold spaces).
-        let kthread = b"Uid:\t0\t0\t0\t0\nKthread:\t1\n";
-        assert!(parse_status(kthread, None).unwrap().kernel_thread);
+        let root = "Uid:\t0\t0\t0\t0\nCapPrm:\t0\nCapEff:\t0\nCapBnd:\t0\n";
+        let kthread = format!("{root}Kthread:\t1\n");
+        assert!(
+            parse_status(kthread.as_bytes(), None)
+                .unwrap()
+                .kernel_thread
+        );
         let stat = b"2 (kthread d) S 0 0 0 0 -1 2129984 0 0";
         assert!(
-            parse_status(b"Uid:\t0\t0\t0\t0\n", Some(stat))
+            parse_status(root.as_bytes(), Some(stat))
                 .unwrap()
                 .kernel_thread
         );
