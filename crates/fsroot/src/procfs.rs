@@ -50,6 +50,9 @@ pub struct ProcStatus {
     /// A kernel thread (`PF_KTHREAD` in `stat`): it has no user memory, files or working
     /// directory of its own.
     pub kernel_thread: bool,
+    /// Exited (`State:` zombie or dead), not yet reaped: it holds no working directory, file
+    /// or mapping any more.
+    pub exited: bool,
 }
 
 /// A process some of whose items could not be read.
@@ -171,12 +174,14 @@ fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
         Some(v) => v == "1",
         None => stat.is_some_and(stat_is_kernel_thread),
     };
+    let exited = field("State:").is_some_and(|v| v.starts_with('Z') || v.starts_with('X'));
     Some(ProcStatus {
         uids,
         cap_prm: cap("CapPrm:")?,
         cap_eff: cap("CapEff:")?,
         cap_bnd: cap("CapBnd:")?,
         kernel_thread,
+        exited,
     })
 }
 
@@ -476,6 +481,12 @@ CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\
         );
         let stat = b"7 (sh) S 1 7 7 0 -1 4194560 0 0";
         assert!(!stat_is_kernel_thread(stat));
+        // An exited process not yet reaped (a zombie) holds nothing any more.
+        assert!(!parse_status(root.as_bytes(), None).unwrap().exited);
+        let zombie = format!("State:\tZ (zombie)\n{root}");
+        assert!(parse_status(zombie.as_bytes(), None).unwrap().exited);
+        let dead = format!("State:\tX (dead)\n{root}");
+        assert!(parse_status(dead.as_bytes(), None).unwrap().exited);
     }
 
     #[test]
