@@ -50,8 +50,8 @@ pub struct ProcStatus {
     /// A kernel thread (`PF_KTHREAD` in `stat`): it has no user memory, files or working
     /// directory of its own.
     pub kernel_thread: bool,
-    /// Exited (`State:` zombie or dead), not yet reaped: it holds no working directory, file
-    /// or mapping any more.
+    /// Exited (`State:` zombie or dead, its last thread: `Threads: 1`), not yet reaped: it
+    /// holds no working directory, file or mapping any more.
     pub exited: bool,
 }
 
@@ -174,7 +174,10 @@ fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
         Some(v) => v == "1",
         None => stat.is_some_and(stat_is_kernel_thread),
     };
-    let exited = field("State:").is_some_and(|v| v.starts_with('Z') || v.starts_with('X'));
+    // A zombie leader whose other threads still run (it called `pthread_exit`) is not exited:
+    // its process holds all it held.
+    let exited = field("State:").is_some_and(|v| v.starts_with('Z') || v.starts_with('X'))
+        && field("Threads:") == Some("1");
     Some(ProcStatus {
         uids,
         cap_prm: cap("CapPrm:")?,
@@ -483,10 +486,14 @@ CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\
         assert!(!stat_is_kernel_thread(stat));
         // An exited process not yet reaped (a zombie) holds nothing any more.
         assert!(!parse_status(root.as_bytes(), None).unwrap().exited);
-        let zombie = format!("State:\tZ (zombie)\n{root}");
+        let zombie = format!("State:\tZ (zombie)\nThreads:\t1\n{root}");
         assert!(parse_status(zombie.as_bytes(), None).unwrap().exited);
-        let dead = format!("State:\tX (dead)\n{root}");
+        let dead = format!("State:\tX (dead)\nThreads:\t1\n{root}");
         assert!(parse_status(dead.as_bytes(), None).unwrap().exited);
+        // A zombie leader whose other threads run on (it called pthread_exit) still holds
+        // what its process holds.
+        let leader = format!("State:\tZ (zombie)\nThreads:\t2\n{root}");
+        assert!(!parse_status(leader.as_bytes(), None).unwrap().exited);
     }
 
     #[test]
