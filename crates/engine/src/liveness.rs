@@ -9,8 +9,9 @@
 //! that runs as the invoking user, a privileged one (uid 0 or capabilities, which can enter any
 //! directory) or one whose owner is unknown, leaves no directory known to be unused; an unread
 //! process of another, unprivileged user can use only directories that grant search permission
-//! to group or others; kernel threads, and for a sweep as root processes holding capabilities
-//! outside its bounding set, are not counted against any directory.
+//! to group or others; kernel threads, zombies, and processes holding capabilities outside the
+//! bounding set of the sweep and of pid 1 (outsiders of its container) are not counted against
+//! any directory.
 //!
 //! # Example
 //!
@@ -51,10 +52,10 @@ pub struct Unseen {
     /// An unread process of another user without privileges (its pid and real uid): it can
     /// use only directories that grant search permission to group or others.
     pub open_dirs: Option<(u32, u32)>,
-    /// For a sweep as root: unread processes holding capabilities outside the sweep's own
-    /// bounding set (started from outside the sweep's container, as a pid namespace's
-    /// outsiders are), not counted against any directory; their argv, which everyone may
-    /// read, is still honoured.
+    /// Unread processes holding capabilities outside the sweep's own bounding set, where that
+    /// is pid 1's (started from outside the sweep's container, as a pid namespace's outsiders
+    /// are): not counted against any directory; their argv, which everyone may read, is
+    /// still honoured.
     pub outside_bounding_set: u64,
     /// Unread kernel threads and exited processes not yet reaped (zombies): they reference
     /// no path of a user.
@@ -63,9 +64,17 @@ pub struct Unseen {
 
 impl Unseen {
     /// Judges the unread processes of a scan, for the invoking user `own` (in this order: no
-    /// status, kernel thread, outside a root sweep's bounding set, runs as the invoking user,
-    /// privileged, another user).
-    pub fn judge(own: &ProcStatus, unread: &[Unread], hidden: Option<&str>) -> Unseen {
+    /// status, kernel thread or zombie, outside the container's bounding set, runs as the
+    /// invoking user, privileged, another user).
+    /// `init_bnd` is the bounding set of pid 1 (`None` when unknown): only a sweep whose own
+    /// bounding set is that of its whole container (no service manager shrank it) can tell an
+    /// outsider by its capabilities.
+    pub fn judge(
+        own: &ProcStatus,
+        init_bnd: Option<u64>,
+        unread: &[Unread],
+        hidden: Option<&str>,
+    ) -> Unseen {
         let me = own.uids[0];
         let mut u = Unseen {
             anything: hidden.map(|h| format!("the process table may hide processes ({h})")),
@@ -89,9 +98,10 @@ impl Unseen {
                 kernel_threads += 1;
                 continue;
             }
-            // For root: a process holding capabilities outside the sweep's bounding set was
-            // started by no one the sweep acts for (the bounding set only shrinks).
-            if me == 0 && st.cap_prm & !own.cap_bnd != 0 {
+            // A process holding capabilities outside the sweep's bounding set, where that is
+            // pid 1's (the container's), was started from outside the container: by no one
+            // the sweep acts for (the bounding set is inherited and only shrinks).
+            if init_bnd == Some(own.cap_bnd) && st.cap_prm & !own.cap_bnd != 0 {
                 outside_bounding_set += 1;
                 continue;
             }
@@ -204,7 +214,12 @@ impl ProcessRefs {
     /// Indexes a scan of `/proc`, keeping its count of items that could not be read and
     /// judging the processes they belong to ([`Unseen::judge`]).
     pub fn from_scan(scan: ProcessScan) -> ProcessRefs {
-        let unseen = Unseen::judge(&scan.own, &scan.unread, scan.hidden.as_deref());
+        let unseen = Unseen::judge(
+            &scan.own,
+            scan.init_cap_bnd,
+            &scan.unread,
+            scan.hidden.as_deref(),
+        );
         let mut refs = ProcessRefs::from_processes(scan.processes);
         refs.unreadable = scan.unreadable;
         refs.unseen = unseen;
@@ -478,6 +493,7 @@ mod tests {
         };
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[
                 unread(2, Some(kthread)),
                 unread(4, Some(status([1001; 4], 0, ALL))),
@@ -492,6 +508,7 @@ mod tests {
         // a holder of capabilities) can enter any directory: nothing is known unused.
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[
                 unread(2, Some(kthread)),
                 unread(3, Some(status([0; 4], ALL, ALL))),
@@ -511,10 +528,11 @@ mod tests {
             exited: true,
             ..status([0; 4], ALL, ALL)
         };
-        let u = Unseen::judge(&me, &[unread(3, Some(zombie))], None);
+        let u = Unseen::judge(&me, Some(ALL), &[unread(3, Some(zombie))], None);
         assert_eq!((u.anything, u.kernel_threads), (None, 1));
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[unread(3, Some(status([1001, 0, 0, 0], 0, ALL)))],
             None,
         );
@@ -524,6 +542,7 @@ mod tests {
             .starts_with("pid 3 runs privileged (uid 0)"));
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[unread(3, Some(status([1001; 4], 1 << 1, ALL)))],
             None,
         );
@@ -534,6 +553,7 @@ mod tests {
         // Any uid of the invoking user's (sudo: the real one) leaves nothing known unused.
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[unread(9, Some(status([1000, 0, 0, 0], ALL, ALL)))],
             None,
         );
@@ -541,24 +561,63 @@ mod tests {
             u.anything.as_deref(),
             Some("pid 9 runs as the invoking user (uid 1000) and its cwd, maps cannot be read")
         );
-        let u = Unseen::judge(&me, &[unread(9, None)], Some("pid 1 is not listed"));
+        let u = Unseen::judge(
+            &me,
+            Some(ALL),
+            &[unread(9, None)],
+            Some("pid 1 is not listed"),
+        );
         assert_eq!(
             u.anything.as_deref(),
             Some("the process table may hide processes (pid 1 is not listed)")
         );
-        let u = Unseen::judge(&me, &[unread(9, None)], None);
+        let u = Unseen::judge(&me, Some(ALL), &[unread(9, None)], None);
         assert!(u.anything.unwrap().contains("nor whom it runs as"));
         // For root: a root process holding a capability outside the sweep's bounding set was
         // started by nothing the sweep acts for; one within it could be the sweep's own.
         let root = status([0; 4], NO_MODULE, NO_MODULE);
-        let u = Unseen::judge(&root, &[unread(1, Some(status([0; 4], ALL, ALL)))], None);
+        let u = Unseen::judge(
+            &root,
+            Some(NO_MODULE),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
         assert_eq!((u.anything, u.outside_bounding_set), (None, 1));
         let u = Unseen::judge(
             &root,
+            Some(NO_MODULE),
             &[unread(1, Some(status([0; 4], NO_MODULE, ALL)))],
             None,
         );
         assert!(u.anything.is_some());
+        // Nor where a service manager shrank the sweep's bounding set below pid 1's: the
+        // process may be the service manager's, in the sweep's own container.
+        let u = Unseen::judge(
+            &root,
+            Some(ALL),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert!(u
+            .anything
+            .unwrap()
+            .starts_with("pid 1 runs as the invoking user (uid 0)"));
+        let u = Unseen::judge(
+            &root,
+            None,
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert!(u.anything.is_some(), "pid 1's bounding set unknown");
+        // An ordinary user's sweep (given CAP_SYS_PTRACE, it reads root's other processes)
+        // tells an outsider alike.
+        let u = Unseen::judge(
+            &status([1000; 4], 0, NO_MODULE),
+            Some(NO_MODULE),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert_eq!((u.anything, u.outside_bounding_set), (None, 1));
         // Only a directory open to group or others is kept for another user's process.
         let refs = ProcessRefs {
             unseen: Unseen {

@@ -82,6 +82,9 @@ pub struct ProcessScan {
     /// This process's own status: the sweep's uid, capabilities and bounding set (the
     /// default when it cannot be read, which [`ProcessScan::hidden`] then says).
     pub own: ProcStatus,
+    /// The bounding set of pid 1 (`CapBnd:` of its `status`, which everyone may read); `None`
+    /// when it could not be read.
+    pub init_cap_bnd: Option<u64>,
 }
 
 /// A handle on `/proc`, opened as a read-only [`Root`].
@@ -364,6 +367,12 @@ impl Procfs {
         }
         .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
         refs.own = own_status.unwrap_or_default();
+        refs.init_cap_bnd = self
+            .root
+            .read(Path::new("1/status"))
+            .ok()
+            .and_then(|s| parse_status(&s, None))
+            .map(|s| s.cap_bnd);
         Ok(refs)
     }
 

@@ -382,6 +382,7 @@ fn unread(status: Option<([u32; 4], u64)>, hidden: Option<&str>) -> ProcessRefs 
         unreadable: 4,
         hidden: hidden.map(str::to_owned),
         own,
+        init_cap_bnd: Some(u64::MAX >> 23),
         ..ProcessScan::default()
     })
 }

@@ -773,6 +773,18 @@ struct PidNamespace {
 
 impl PidNamespace {
     fn new() -> PidNamespace {
+        PidNamespace::with_init(&[
+            "setpriv",
+            &format!("--reuid={SWEEPER}"),
+            &format!("--regid={SWEEPER}"),
+            "--clear-groups",
+            "sleep",
+            "600",
+        ])
+    }
+
+    /// One whose init is `init` (a command that ends by running `sleep`).
+    fn with_init(init: &[&str]) -> PidNamespace {
         let unshare = Live::spawn(
             command("unshare")
                 .args([
@@ -783,9 +795,7 @@ impl PidNamespace {
                     "--propagation",
                     "private",
                 ])
-                .arg("setpriv")
-                .args([format!("--reuid={SWEEPER}"), format!("--regid={SWEEPER}")])
-                .args(["--clear-groups", "sleep", "600"])
+                .args(init)
                 .current_dir("/"),
         );
         let children = format!("/proc/{0}/task/{0}/children", unshare.pid());
@@ -1100,6 +1110,43 @@ fn a_privileged_process_that_cannot_be_read_keeps_every_directory() {
         .run();
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(!root.join("go-build3000").exists() && !root.join("go-build3001").exists());
+}
+
+/// A root sweep whose bounding set a service manager shrank (here `setpriv --bounding-set
+/// -sys_ptrace`, so it cannot read root's processes that hold `CAP_SYS_PTRACE`) cannot tell
+/// those from outsiders of its container by their capabilities: pid 1's bounding set is
+/// larger than its own, so such a process is root's like the sweep and keeps every directory.
+#[test]
+fn a_root_sweep_with_a_shrunk_bounding_set_counts_roots_unread_processes() {
+    if !am_root() {
+        println!("SKIPPED: a pid namespace needs root");
+        return;
+    }
+    let (_tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::with_init(&["sleep", "600"]);
+    let out = ns
+        .command("setpriv")
+        .args(["--bounding-set", "-sys_ptrace", "--"])
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--sweep-build-dirs", "--json", "--root"])
+        .arg(&root)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .expect("run nsenter");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(root.join("go-build3000/b001/_pkg_.a").exists(), "{stdout}");
+    assert!(root.join("go-build3001/b001/_pkg_.a").exists(), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let whys = skipped_whys(&report);
+    assert_eq!(whys.len(), 2, "{whys:?}");
+    for (_, why) in whys {
+        assert!(
+            why.starts_with("not known to be unused: pid 1 runs as the invoking user (uid 0)"),
+            "{why}"
+        );
+    }
 }
 
 /// The executor applies the same rule to its fresh read of `/proc` right before each
