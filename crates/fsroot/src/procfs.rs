@@ -380,6 +380,52 @@ impl Procfs {
     /// when it was gone before anything was read.
     fn read_process(&self, pid: u32) -> (Option<ProcessInfo>, Option<Unread>) {
         let dir = PathBuf::from(pid.to_string());
+        let (info, unread, read_any, cwd_gone) = self.read_items(pid, &dir);
+        // A leader that exited (`pthread_exit`) while its other threads run on has no working
+        // directory, memory or descriptors of its own any more, but its process still holds
+        // them: read them through one of those threads.
+        let (info, unread, read_any) = match cwd_gone.then(|| self.live_thread(pid)).flatten() {
+            Some(thread) => {
+                let (info, unread, read_any, _) = self.read_items(pid, &thread);
+                (info, unread, read_any)
+            }
+            None => (info, unread, read_any),
+        };
+        if unread.is_empty() {
+            return (read_any.then_some(info), None);
+        }
+        let status = match classify(self.root.read(&dir.join("status"))) {
+            Item::Read(s) => Some(s),
+            // Gone since: it references nothing any more.
+            Item::Gone => return (read_any.then_some(info), None),
+            Item::Unreadable => None,
+        };
+        let stat = self.root.read(&dir.join("stat")).ok();
+        let unread = Unread {
+            pid,
+            items: unread,
+            status: status.and_then(|s| parse_status(&s, stat.as_deref())),
+        };
+        (read_any.then_some(info), Some(unread))
+    }
+
+    /// `<pid>/task/<tid>` of a thread of `pid` other than its leader, if any runs.
+    fn live_thread(&self, pid: u32) -> Option<PathBuf> {
+        let task = PathBuf::from(format!("{pid}/task"));
+        let own = OsString::from(pid.to_string());
+        let thread = self
+            .root
+            .list(&task)
+            .ok()?
+            .into_iter()
+            .find(|t| t.name != own)?;
+        Some(task.join(thread.name))
+    }
+
+    /// The items of process `pid` read from `dir` (its own directory or one of its threads'):
+    /// what was read, the names of the items that could not be, whether any was read, and
+    /// whether its `cwd` was gone.
+    fn read_items(&self, pid: u32, dir: &Path) -> (ProcessInfo, Vec<&'static str>, bool, bool) {
         let mut info = ProcessInfo {
             pid,
             ..ProcessInfo::default()
@@ -401,7 +447,19 @@ impl Procfs {
                 }
             };
         }
-        info.cwd = item!("cwd", self.root.read_link(&dir.join("cwd")));
+        let cwd = classify(self.root.read_link(&dir.join("cwd")));
+        let cwd_gone = matches!(cwd, Item::Gone);
+        info.cwd = match cwd {
+            Item::Read(v) => {
+                read_any = true;
+                Some(v)
+            }
+            Item::Gone => None,
+            Item::Unreadable => {
+                unread.push("cwd");
+                None
+            }
+        };
         if let Some(b) = item!("cmdline", self.root.read(&dir.join("cmdline"))) {
             info.argv = split_nul(b);
         }
@@ -428,22 +486,7 @@ impl Procfs {
                 }
             }
         }
-        if unread.is_empty() {
-            return (read_any.then_some(info), None);
-        }
-        let status = match classify(self.root.read(&dir.join("status"))) {
-            Item::Read(s) => Some(s),
-            // Gone since: it references nothing any more.
-            Item::Gone => return (read_any.then_some(info), None),
-            Item::Unreadable => None,
-        };
-        let stat = self.root.read(&dir.join("stat")).ok();
-        let unread = Unread {
-            pid,
-            items: unread,
-            status: status.and_then(|s| parse_status(&s, stat.as_deref())),
-        };
-        (read_any.then_some(info), Some(unread))
+        (info, unread, read_any, cwd_gone)
     }
 }
 

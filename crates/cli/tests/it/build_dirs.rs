@@ -1431,3 +1431,43 @@ fn a_work_directory_mounted_over_after_planning_is_skipped_by_the_executor() {
     );
     drop(mounted);
 }
+
+/// A process whose main thread has exited (`pthread_exit`) while another thread runs on: its
+/// leader is a zombie with no working directory, memory or descriptors of its own, but the
+/// process still works inside the directory. The sweep reads it through the live thread and
+/// spares the directory.
+#[test]
+fn a_process_whose_leader_exited_is_read_through_its_live_thread() {
+    const SCRIPT: &str = "import ctypes, os, threading, time\n\
+        os.chdir(os.environ['WORK_IN'])\n\
+        threading.Thread(target=time.sleep, args=(120,)).start()\n\
+        ctypes.CDLL(None).pthread_exit(None)\n";
+    let (_tmp, root, state) = leaked_root(2);
+    let live = Live::spawn(
+        command("python3")
+            .args(["-c", SCRIPT])
+            .env("WORK_IN", root.join("go-build3001/b001"))
+            .current_dir("/"),
+    );
+    live.wait_until("status", |p| {
+        std::fs::read_to_string(p)
+            .is_ok_and(|s| s.contains("State:\tZ (zombie)") && s.contains("Threads:\t2"))
+    });
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state).run();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(!root.join("go-build3000").exists(), "{}", out.stdout);
+    assert!(
+        root.join("go-build3001/b001/_pkg_.a").exists(),
+        "{}",
+        out.stdout
+    );
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let whys = skipped_whys(&report);
+    assert_eq!(whys.len(), 1, "{whys:?}");
+    assert!(
+        whys[0]
+            .1
+            .starts_with(&format!("referenced by a live process: pid {}", live.pid())),
+        "{whys:?}"
+    );
+}
