@@ -123,8 +123,8 @@ impl Unseen {
                 };
                 anything(format!(
                     "pid {} runs privileged (uid {uid}{caps}), so it can enter any directory, \
-                     and its {items} cannot be read (a sweep as root, or with CAP_SYS_PTRACE, \
-                     can read it)",
+                     and its {items} cannot be read (a sweep given CAP_SYS_PTRACE and \
+                     CAP_DAC_READ_SEARCH can read it)",
                     p.pid
                 ));
                 continue;
@@ -519,8 +519,8 @@ mod tests {
             u.anything.as_deref(),
             Some(
                 "pid 3 runs privileged (uid 0 with capabilities 000001ffffffffff), so it can \
-                 enter any directory, and its cwd, maps cannot be read (a sweep as root, or \
-                 with CAP_SYS_PTRACE, can read it)"
+                 enter any directory, and its cwd, maps cannot be read (a sweep given \
+                 CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH can read it)"
             )
         );
         // Unless it has exited and is not yet reaped (a zombie): it holds nothing any more.

@@ -451,7 +451,7 @@ fn b1_an_unread_privileged_process_of_another_user_spares_every_dir() {
     assert!(
         why.starts_with(
             "not known to be unused: pid 4242 runs privileged (uid 0 with capabilities"
-        ) && why.contains("(a sweep as root, or with CAP_SYS_PTRACE, can read it)"),
+        ) && why.contains("(a sweep given CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH can read it)"),
         "{why}"
     );
     // Another user holding a capability alike, with no uid 0.
