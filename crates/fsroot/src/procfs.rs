@@ -4,10 +4,12 @@
 //! the build-dirs policy (`engine::liveness`); this module only reads.
 //!
 //! Processes come and go while `/proc` is read: one that vanishes mid-scan is simply not
-//! counted. An item that cannot be read (another user's or a non-dumpable process's `environ`,
+//! counted, and one whose leader exited while other threads run on is read through one of
+//! them. An item that cannot be read (another user's or a non-dumpable process's `environ`,
 //! `fd/`, `maps` or `cwd` give `EACCES`) is skipped, counted in [`ProcessScan::unreadable`],
 //! and its process is listed in [`ProcessScan::unread`] with what its `status` and `stat`
-//! say about it (uids, capabilities, kernel thread), which everyone may read. A `/proc` that
+//! say about it (uids, capabilities, kernel thread, zombie), which everyone may read, as is
+//! pid 1's bounding set ([`ProcessScan::init_cap_bnd`]). A `/proc` that
 //! hides processes (mounted `hidepid=`/`subset=pid`, or not listing pid 1) is noted in
 //! [`ProcessScan::hidden`]. Only when `/proc` itself cannot be listed, or does not list this
 //! very process, is the scan an error: then nothing can be known to be unreferenced.
