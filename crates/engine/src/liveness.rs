@@ -66,6 +66,7 @@ impl Unseen {
     /// Judges the unread processes of a scan, for the invoking user `own` (in this order: no
     /// status, kernel thread or zombie, outside the container's bounding set, runs as the
     /// invoking user, privileged, another user).
+    ///
     /// `init_bnd` is the bounding set of pid 1 (`None` when unknown): only a sweep whose own
     /// bounding set is that of its whole container (no service manager shrank it) can tell an
     /// outsider by its capabilities.
