@@ -6,10 +6,12 @@
 //!
 //! It also judges the processes the scan could not read ([`Unseen`], docs/decisions.md "Issue
 //! 21: processes the sweep cannot read"): a `/proc` that hides processes, or an unread process
-//! that runs as the invoking user (or whose owner is unknown), leaves no directory known to be
-//! unused; an unread process of another, unprivileged user can use only directories that grant
-//! search permission to group or others; kernel threads and processes more privileged than the
-//! invoking user are not counted against any directory.
+//! that runs as the invoking user, a privileged one (uid 0 or capabilities, which can enter any
+//! directory) or one whose owner is unknown, leaves no directory known to be unused; an unread
+//! process of another, unprivileged user can use only directories that grant search permission
+//! to group or others; kernel threads, zombies, and processes holding capabilities outside the
+//! bounding set of the sweep and of pid 1 (outsiders of its container) are not counted against
+//! any directory.
 //!
 //! # Example
 //!
@@ -44,24 +46,36 @@ pub const NOT_KNOWN_UNUSED: &str = "not known to be unused: ";
 pub struct Unseen {
     /// Why any directory of the invoking user may be in use by a process the sweep cannot read
     /// or see (a `/proc` that hides processes, the invoking user's own non-dumpable process, a
-    /// process whose owner is unknown): then none is reclaimed.
+    /// privileged process of another user, a process whose owner is unknown): then none is
+    /// reclaimed.
     pub anything: Option<String>,
     /// An unread process of another user without privileges (its pid and real uid): it can
     /// use only directories that grant search permission to group or others.
     pub open_dirs: Option<(u32, u32)>,
-    /// Unread processes more privileged than the invoking user (root's, seen by another user;
-    /// for root, ones holding capabilities outside its bounding set): trusted not to work
-    /// inside the invoking user's leaked work directories; their argv, which everyone may
-    /// read, is still honoured.
-    pub privileged: u64,
-    /// Unread kernel threads: they reference no path of a user.
+    /// Unread processes holding capabilities outside the sweep's own bounding set, where that
+    /// is pid 1's (started from outside the sweep's container, as a pid namespace's outsiders
+    /// are): not counted against any directory; their argv, which everyone may read, is
+    /// still honoured.
+    pub outside_bounding_set: u64,
+    /// Unread kernel threads and exited processes not yet reaped (zombies): they reference
+    /// no path of a user.
     pub kernel_threads: u64,
 }
 
 impl Unseen {
     /// Judges the unread processes of a scan, for the invoking user `own` (in this order: no
-    /// status, kernel thread, runs as the invoking user, privileged, another user).
-    pub fn judge(own: &ProcStatus, unread: &[Unread], hidden: Option<&str>) -> Unseen {
+    /// status, kernel thread or zombie, outside the container's bounding set, runs as the
+    /// invoking user, privileged, another user).
+    ///
+    /// `init_bnd` is the bounding set of pid 1 (`None` when unknown): only a sweep whose own
+    /// bounding set is that of its whole container (no service manager shrank it) can tell an
+    /// outsider by its capabilities.
+    pub fn judge(
+        own: &ProcStatus,
+        init_bnd: Option<u64>,
+        unread: &[Unread],
+        hidden: Option<&str>,
+    ) -> Unseen {
         let me = own.uids[0];
         let mut u = Unseen {
             anything: hidden.map(|h| format!("the process table may hide processes ({h})")),
@@ -71,7 +85,7 @@ impl Unseen {
             u.anything.get_or_insert(why);
         };
         let mut open_dirs = None;
-        let (mut privileged, mut kernel_threads) = (0, 0);
+        let (mut outside_bounding_set, mut kernel_threads) = (0, 0);
         for p in unread {
             let items = p.items.join(", ");
             let Some(st) = p.status else {
@@ -81,31 +95,45 @@ impl Unseen {
                 ));
                 continue;
             };
-            if st.kernel_thread {
+            if st.kernel_thread || st.exited {
                 kernel_threads += 1;
                 continue;
             }
-            if st.uids.contains(&me) {
-                // For root: a process holding capabilities outside the sweep's bounding set
-                // was started by no one the sweep acts for.
-                if me == 0 && st.cap_prm & !own.cap_bnd != 0 {
-                    privileged += 1;
-                } else {
-                    anything(format!(
-                        "pid {} runs as the invoking user (uid {me}) and its {items} cannot be read",
-                        p.pid
-                    ));
-                }
+            // A process holding capabilities outside the sweep's bounding set, where that is
+            // pid 1's (the container's), was started from outside the container: by no one
+            // the sweep acts for (the bounding set is inherited and only shrinks).
+            if init_bnd == Some(own.cap_bnd) && st.cap_prm & !own.cap_bnd != 0 {
+                outside_bounding_set += 1;
                 continue;
             }
+            if st.uids.contains(&me) {
+                anything(format!(
+                    "pid {} runs as the invoking user (uid {me}) and its {items} cannot be read",
+                    p.pid
+                ));
+                continue;
+            }
+            // Root (any of its uids 0) or a holder of capabilities enters any directory,
+            // whatever its mode: it may be in any of the invoking user's.
             if st.uids.contains(&0) || st.cap_prm != 0 || st.cap_eff != 0 {
-                privileged += 1;
+                let uid = if st.uids.contains(&0) { 0 } else { st.uids[0] };
+                let caps = if st.cap_eff != 0 || st.cap_prm != 0 {
+                    format!(" with capabilities {:016x}", st.cap_prm | st.cap_eff)
+                } else {
+                    String::new()
+                };
+                anything(format!(
+                    "pid {} runs privileged (uid {uid}{caps}), so it can enter any directory, \
+                     and its {items} cannot be read (a sweep given CAP_SYS_PTRACE and \
+                     CAP_DAC_READ_SEARCH can read it)",
+                    p.pid
+                ));
                 continue;
             }
             open_dirs.get_or_insert((p.pid, st.uids[0]));
         }
         u.open_dirs = open_dirs;
-        u.privileged = privileged;
+        u.outside_bounding_set = outside_bounding_set;
         u.kernel_threads = kernel_threads;
         u
     }
@@ -187,7 +215,12 @@ impl ProcessRefs {
     /// Indexes a scan of `/proc`, keeping its count of items that could not be read and
     /// judging the processes they belong to ([`Unseen::judge`]).
     pub fn from_scan(scan: ProcessScan) -> ProcessRefs {
-        let unseen = Unseen::judge(&scan.own, &scan.unread, scan.hidden.as_deref());
+        let unseen = Unseen::judge(
+            &scan.own,
+            scan.init_cap_bnd,
+            &scan.unread,
+            scan.hidden.as_deref(),
+        );
         let mut refs = ProcessRefs::from_processes(scan.processes);
         refs.unreadable = scan.unreadable;
         refs.unseen = unseen;
@@ -436,6 +469,7 @@ mod tests {
             cap_eff: caps,
             cap_bnd: bnd,
             kernel_thread: false,
+            exited: false,
         }
     }
 
@@ -452,28 +486,75 @@ mod tests {
         const ALL: u64 = 0x1ff_ffff_ffff;
         const NO_MODULE: u64 = ALL & !(1 << 16);
         let me = status([1000; 4], 0, ALL);
-        // Kernel threads and root's daemons do not count; another user's process counts
-        // against open directories only.
+        // Kernel threads do not count; another unprivileged user's process counts against
+        // open directories only.
         let kthread = ProcStatus {
             kernel_thread: true,
             ..status([0; 4], ALL, ALL)
         };
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[
                 unread(2, Some(kthread)),
-                unread(3, Some(status([0; 4], ALL, ALL))),
                 unread(4, Some(status([1001; 4], 0, ALL))),
                 unread(5, Some(status([1002; 4], 0, ALL))),
             ],
             None,
         );
         assert_eq!(u.anything, None);
-        assert_eq!((u.kernel_threads, u.privileged), (1, 1));
+        assert_eq!((u.kernel_threads, u.outside_bounding_set), (1, 0));
         assert_eq!(u.open_dirs, Some((4, 1001)), "the first one");
+        // A privileged process of another user (root's daemon, as an ordinary user sees it;
+        // a holder of capabilities) can enter any directory: nothing is known unused.
+        let u = Unseen::judge(
+            &me,
+            Some(ALL),
+            &[
+                unread(2, Some(kthread)),
+                unread(3, Some(status([0; 4], ALL, ALL))),
+            ],
+            None,
+        );
+        assert_eq!(
+            u.anything.as_deref(),
+            Some(
+                "pid 3 runs privileged (uid 0 with capabilities 000001ffffffffff), so it can \
+                 enter any directory, and its cwd, maps cannot be read (a sweep given \
+                 CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH can read it)"
+            )
+        );
+        // Unless it has exited and is not yet reaped (a zombie): it holds nothing any more.
+        let zombie = ProcStatus {
+            exited: true,
+            ..status([0; 4], ALL, ALL)
+        };
+        let u = Unseen::judge(&me, Some(ALL), &[unread(3, Some(zombie))], None);
+        assert_eq!((u.anything, u.kernel_threads), (None, 1));
+        let u = Unseen::judge(
+            &me,
+            Some(ALL),
+            &[unread(3, Some(status([1001, 0, 0, 0], 0, ALL)))],
+            None,
+        );
+        assert!(u
+            .anything
+            .unwrap()
+            .starts_with("pid 3 runs privileged (uid 0)"));
+        let u = Unseen::judge(
+            &me,
+            Some(ALL),
+            &[unread(3, Some(status([1001; 4], 1 << 1, ALL)))],
+            None,
+        );
+        assert!(u
+            .anything
+            .unwrap()
+            .starts_with("pid 3 runs privileged (uid 1001 with capabilities 0000000000000002)"));
         // Any uid of the invoking user's (sudo: the real one) leaves nothing known unused.
         let u = Unseen::judge(
             &me,
+            Some(ALL),
             &[unread(9, Some(status([1000, 0, 0, 0], ALL, ALL)))],
             None,
         );
@@ -481,24 +562,63 @@ mod tests {
             u.anything.as_deref(),
             Some("pid 9 runs as the invoking user (uid 1000) and its cwd, maps cannot be read")
         );
-        let u = Unseen::judge(&me, &[unread(9, None)], Some("pid 1 is not listed"));
+        let u = Unseen::judge(
+            &me,
+            Some(ALL),
+            &[unread(9, None)],
+            Some("pid 1 is not listed"),
+        );
         assert_eq!(
             u.anything.as_deref(),
             Some("the process table may hide processes (pid 1 is not listed)")
         );
-        let u = Unseen::judge(&me, &[unread(9, None)], None);
+        let u = Unseen::judge(&me, Some(ALL), &[unread(9, None)], None);
         assert!(u.anything.unwrap().contains("nor whom it runs as"));
         // For root: a root process holding a capability outside the sweep's bounding set was
         // started by nothing the sweep acts for; one within it could be the sweep's own.
         let root = status([0; 4], NO_MODULE, NO_MODULE);
-        let u = Unseen::judge(&root, &[unread(1, Some(status([0; 4], ALL, ALL)))], None);
-        assert_eq!((u.anything, u.privileged), (None, 1));
         let u = Unseen::judge(
             &root,
+            Some(NO_MODULE),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert_eq!((u.anything, u.outside_bounding_set), (None, 1));
+        let u = Unseen::judge(
+            &root,
+            Some(NO_MODULE),
             &[unread(1, Some(status([0; 4], NO_MODULE, ALL)))],
             None,
         );
         assert!(u.anything.is_some());
+        // Nor where a service manager shrank the sweep's bounding set below pid 1's: the
+        // process may be the service manager's, in the sweep's own container.
+        let u = Unseen::judge(
+            &root,
+            Some(ALL),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert!(u
+            .anything
+            .unwrap()
+            .starts_with("pid 1 runs as the invoking user (uid 0)"));
+        let u = Unseen::judge(
+            &root,
+            None,
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert!(u.anything.is_some(), "pid 1's bounding set unknown");
+        // An ordinary user's sweep (given CAP_SYS_PTRACE, it reads root's other processes)
+        // tells an outsider alike.
+        let u = Unseen::judge(
+            &status([1000; 4], 0, NO_MODULE),
+            Some(NO_MODULE),
+            &[unread(1, Some(status([0; 4], ALL, ALL)))],
+            None,
+        );
+        assert_eq!((u.anything, u.outside_bounding_set), (None, 1));
         // Only a directory open to group or others is kept for another user's process.
         let refs = ProcessRefs {
             unseen: Unseen {

@@ -4,10 +4,12 @@
 //! the build-dirs policy (`engine::liveness`); this module only reads.
 //!
 //! Processes come and go while `/proc` is read: one that vanishes mid-scan is simply not
-//! counted. An item that cannot be read (another user's or a non-dumpable process's `environ`,
+//! counted, and one whose leader exited while other threads run on is read through one of
+//! them. An item that cannot be read (another user's or a non-dumpable process's `environ`,
 //! `fd/`, `maps` or `cwd` give `EACCES`) is skipped, counted in [`ProcessScan::unreadable`],
 //! and its process is listed in [`ProcessScan::unread`] with what its `status` and `stat`
-//! say about it (uids, capabilities, kernel thread), which everyone may read. A `/proc` that
+//! say about it (uids, capabilities, kernel thread, zombie), which everyone may read, as is
+//! pid 1's bounding set ([`ProcessScan::init_cap_bnd`]). A `/proc` that
 //! hides processes (mounted `hidepid=`/`subset=pid`, or not listing pid 1) is noted in
 //! [`ProcessScan::hidden`]. Only when `/proc` itself cannot be listed, or does not list this
 //! very process, is the scan an error: then nothing can be known to be unreferenced.
@@ -50,6 +52,9 @@ pub struct ProcStatus {
     /// A kernel thread (`PF_KTHREAD` in `stat`): it has no user memory, files or working
     /// directory of its own.
     pub kernel_thread: bool,
+    /// Exited (`State:` zombie or dead, its last thread: `Threads: 1`), not yet reaped: it
+    /// holds no working directory, file or mapping any more.
+    pub exited: bool,
 }
 
 /// A process some of whose items could not be read.
@@ -76,8 +81,12 @@ pub struct ProcessScan {
     /// Why this `/proc` may not list every process (`mounted with hidepid=invisible`, `pid 1
     /// is not listed`); `None` when it lists them all.
     pub hidden: Option<String>,
-    /// This process's own status: the sweep's uid, capabilities and bounding set.
+    /// This process's own status: the sweep's uid, capabilities and bounding set (the
+    /// default when it cannot be read, which [`ProcessScan::hidden`] then says).
     pub own: ProcStatus,
+    /// The bounding set of pid 1 (`CapBnd:` of its `status`, which everyone may read); `None`
+    /// when it could not be read.
+    pub init_cap_bnd: Option<u64>,
 }
 
 /// A handle on `/proc`, opened as a read-only [`Root`].
@@ -151,7 +160,8 @@ fn trim_start(b: &[u8]) -> &[u8] {
     &b[n..]
 }
 
-/// Parses `status` (and the `stat` flags) into a [`ProcStatus`]; `None` without a `Uid:` line.
+/// Parses `status` (and the `stat` flags) into a [`ProcStatus`]; `None` without its `Uid:`
+/// and capability lines (a process whose privileges are unknown).
 fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
     let text = String::from_utf8_lossy(status);
     let field = |key: &str| {
@@ -165,17 +175,21 @@ fn parse_status(status: &[u8], stat: Option<&[u8]>) -> Option<ProcStatus> {
         *u = parts.next()?.parse().ok()?;
     }
     let cap = |key: &str| field(key).and_then(|v| u64::from_str_radix(v, 16).ok());
-    // Unknown capabilities are taken as all of them: more privilege, never less.
     let kernel_thread = match field("Kthread:") {
         Some(v) => v == "1",
         None => stat.is_some_and(stat_is_kernel_thread),
     };
+    // A zombie leader whose other threads still run (it called `pthread_exit`) is not exited:
+    // its process holds all it held.
+    let exited = field("State:").is_some_and(|v| v.starts_with('Z') || v.starts_with('X'))
+        && field("Threads:") == Some("1");
     Some(ProcStatus {
         uids,
-        cap_prm: cap("CapPrm:").unwrap_or(u64::MAX),
-        cap_eff: cap("CapEff:").unwrap_or(u64::MAX),
-        cap_bnd: cap("CapBnd:").unwrap_or(u64::MAX),
+        cap_prm: cap("CapPrm:")?,
+        cap_eff: cap("CapEff:")?,
+        cap_bnd: cap("CapBnd:")?,
         kernel_thread,
+        exited,
     })
 }
 
@@ -312,10 +326,10 @@ impl Procfs {
         })
     }
 
-    /// Reads every process. An error only when `/proc` cannot be listed, does not list this
-    /// process, or its own `status` or `mountinfo` cannot be read; processes that vanish are
-    /// left out, unreadable items are counted and their processes listed, a `/proc` that may
-    /// hide processes is noted ([`ProcessScan::hidden`]).
+    /// Reads every process. An error only when `/proc` cannot be listed or does not list this
+    /// process; processes that vanish are left out, unreadable items are counted and their
+    /// processes listed, a `/proc` that may hide processes (or whose `status` and `mountinfo`
+    /// of this process cannot be read) is noted ([`ProcessScan::hidden`]).
     pub fn scan(&self) -> Result<ProcessScan> {
         let entries = self.root.list(Path::new(""))?;
         let own = std::process::id();
@@ -345,11 +359,22 @@ impl Procfs {
             ));
         }
         refs.unread.sort_by_key(|u| u.pid);
-        refs.own = self.own_status()?;
-        let mountinfo = self.root.read(&self.own_dir().join("mountinfo"))?;
-        let anchor = self.root.canonical_anchor();
-        refs.hidden = hiding_options(&mountinfo, anchor)
-            .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
+        // What cannot be read of this very process leaves the table as good as hidden.
+        let own_status = self.own_status();
+        let mountinfo = self.root.read(&self.own_dir().join("mountinfo"));
+        refs.hidden = match (&own_status, &mountinfo) {
+            (Err(e), _) => Some(format!("this process's status cannot be read: {e}")),
+            (_, Err(e)) => Some(format!("this process's mountinfo cannot be read: {e}")),
+            (Ok(_), Ok(info)) => hiding_options(info, self.root.canonical_anchor()),
+        }
+        .or_else(|| (!saw_init).then(|| "pid 1 is not listed".to_owned()));
+        refs.own = own_status.unwrap_or_default();
+        refs.init_cap_bnd = self
+            .root
+            .read(Path::new("1/status"))
+            .ok()
+            .and_then(|s| parse_status(&s, None))
+            .map(|s| s.cap_bnd);
         Ok(refs)
     }
 
@@ -357,6 +382,52 @@ impl Procfs {
     /// when it was gone before anything was read.
     fn read_process(&self, pid: u32) -> (Option<ProcessInfo>, Option<Unread>) {
         let dir = PathBuf::from(pid.to_string());
+        let (info, unread, read_any, cwd_gone) = self.read_items(pid, &dir);
+        // A leader that exited (`pthread_exit`) while its other threads run on has no working
+        // directory, memory or descriptors of its own any more, but its process still holds
+        // them: read them through one of those threads.
+        let (info, unread, read_any) = match cwd_gone.then(|| self.live_thread(pid)).flatten() {
+            Some(thread) => {
+                let (info, unread, read_any, _) = self.read_items(pid, &thread);
+                (info, unread, read_any)
+            }
+            None => (info, unread, read_any),
+        };
+        if unread.is_empty() {
+            return (read_any.then_some(info), None);
+        }
+        let status = match classify(self.root.read(&dir.join("status"))) {
+            Item::Read(s) => Some(s),
+            // Gone since: it references nothing any more.
+            Item::Gone => return (read_any.then_some(info), None),
+            Item::Unreadable => None,
+        };
+        let stat = self.root.read(&dir.join("stat")).ok();
+        let unread = Unread {
+            pid,
+            items: unread,
+            status: status.and_then(|s| parse_status(&s, stat.as_deref())),
+        };
+        (read_any.then_some(info), Some(unread))
+    }
+
+    /// `<pid>/task/<tid>` of a thread of `pid` other than its leader, if any runs.
+    fn live_thread(&self, pid: u32) -> Option<PathBuf> {
+        let task = PathBuf::from(format!("{pid}/task"));
+        let own = OsString::from(pid.to_string());
+        let thread = self
+            .root
+            .list(&task)
+            .ok()?
+            .into_iter()
+            .find(|t| t.name != own)?;
+        Some(task.join(thread.name))
+    }
+
+    /// The items of process `pid` read from `dir` (its own directory or one of its threads'):
+    /// what was read, the names of the items that could not be, whether any was read, and
+    /// whether its `cwd` was gone.
+    fn read_items(&self, pid: u32, dir: &Path) -> (ProcessInfo, Vec<&'static str>, bool, bool) {
         let mut info = ProcessInfo {
             pid,
             ..ProcessInfo::default()
@@ -378,7 +449,19 @@ impl Procfs {
                 }
             };
         }
-        info.cwd = item!("cwd", self.root.read_link(&dir.join("cwd")));
+        let cwd = classify(self.root.read_link(&dir.join("cwd")));
+        let cwd_gone = matches!(cwd, Item::Gone);
+        info.cwd = match cwd {
+            Item::Read(v) => {
+                read_any = true;
+                Some(v)
+            }
+            Item::Gone => None,
+            Item::Unreadable => {
+                unread.push("cwd");
+                None
+            }
+        };
         if let Some(b) = item!("cmdline", self.root.read(&dir.join("cmdline"))) {
             info.argv = split_nul(b);
         }
@@ -405,22 +488,7 @@ impl Procfs {
                 }
             }
         }
-        if unread.is_empty() {
-            return (read_any.then_some(info), None);
-        }
-        let status = match classify(self.root.read(&dir.join("status"))) {
-            Item::Read(s) => Some(s),
-            // Gone since: it references nothing any more.
-            Item::Gone => return (read_any.then_some(info), None),
-            Item::Unreadable => None,
-        };
-        let stat = self.root.read(&dir.join("stat")).ok();
-        let unread = Unread {
-            pid,
-            items: unread,
-            status: status.and_then(|s| parse_status(&s, stat.as_deref())),
-        };
-        (read_any.then_some(info), Some(unread))
+        (info, unread, read_any, cwd_gone)
     }
 }
 
@@ -451,21 +519,35 @@ CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\
         assert_eq!(st.uids, [1000, 0, 0, 0]);
         assert_eq!((st.cap_prm, st.cap_eff), (0x1ff_ffff_ffff, 0x1ff_ffff_ffff));
         assert!(!st.kernel_thread);
-        // Capabilities it does not show are taken as all of them.
-        let st = parse_status(b"Uid:\t5\t5\t5\t5\n", None).unwrap();
-        assert_eq!(st.cap_prm, u64::MAX);
+        // Without its uids or capabilities, whom it runs as is unknown.
+        assert_eq!(parse_status(b"Uid:\t5\t5\t5\t5\n", None), None);
         assert_eq!(parse_status(b"Name:\tx\n", None), None, "no Uid line");
         // Kthread: where the kernel says it, else PF_KTHREAD in stat (comm may hold spaces).
-        let kthread = b"Uid:\t0\t0\t0\t0\nKthread:\t1\n";
-        assert!(parse_status(kthread, None).unwrap().kernel_thread);
+        let root = "Uid:\t0\t0\t0\t0\nCapPrm:\t0\nCapEff:\t0\nCapBnd:\t0\n";
+        let kthread = format!("{root}Kthread:\t1\n");
+        assert!(
+            parse_status(kthread.as_bytes(), None)
+                .unwrap()
+                .kernel_thread
+        );
         let stat = b"2 (kthread d) S 0 0 0 0 -1 2129984 0 0";
         assert!(
-            parse_status(b"Uid:\t0\t0\t0\t0\n", Some(stat))
+            parse_status(root.as_bytes(), Some(stat))
                 .unwrap()
                 .kernel_thread
         );
         let stat = b"7 (sh) S 1 7 7 0 -1 4194560 0 0";
         assert!(!stat_is_kernel_thread(stat));
+        // An exited process not yet reaped (a zombie) holds nothing any more.
+        assert!(!parse_status(root.as_bytes(), None).unwrap().exited);
+        let zombie = format!("State:\tZ (zombie)\nThreads:\t1\n{root}");
+        assert!(parse_status(zombie.as_bytes(), None).unwrap().exited);
+        let dead = format!("State:\tX (dead)\nThreads:\t1\n{root}");
+        assert!(parse_status(dead.as_bytes(), None).unwrap().exited);
+        // A zombie leader whose other threads run on (it called pthread_exit) still holds
+        // what its process holds.
+        let leader = format!("State:\tZ (zombie)\nThreads:\t2\n{root}");
+        assert!(!parse_status(leader.as_bytes(), None).unwrap().exited);
     }
 
     #[test]

@@ -374,6 +374,7 @@ fn unread(status: Option<([u32; 4], u64)>, hidden: Option<&str>) -> ProcessRefs 
             cap_eff: caps,
             cap_bnd: u64::MAX >> 23,
             kernel_thread: false,
+            exited: false,
         }),
     };
     ProcessRefs::from_scan(ProcessScan {
@@ -381,6 +382,7 @@ fn unread(status: Option<([u32; 4], u64)>, hidden: Option<&str>) -> ProcessRefs 
         unreadable: 4,
         hidden: hidden.map(str::to_owned),
         own,
+        init_cap_bnd: Some(u64::MAX >> 23),
         ..ProcessScan::default()
     })
 }
@@ -437,11 +439,26 @@ fn b1_an_unread_process_of_another_user_spares_only_dirs_open_to_others() {
             )
         );
     }
-    // A privileged process (root's daemons, as an ordinary user sees them) is trusted.
-    let root = unread(Some(([0; 4], u64::MAX >> 23)), None);
-    let open = RootEntry {
-        mode: 0o040755,
-        ..closed
-    };
-    assert_eq!(plan_seeing(vec![open], root, &[]).proposals.len(), 1);
+}
+
+#[test]
+fn b1_an_unread_privileged_process_of_another_user_spares_every_dir() {
+    // Root's daemon, as an ordinary user sees it: it enters a 0700 directory as easily as an
+    // open one, so neither is known to be unused.
+    let root = || unread(Some(([0; 4], u64::MAX >> 23)), None);
+    let closed = dir("go-build1", 2 * DAY);
+    let why = spared(&plan_seeing(vec![closed.clone()], root(), &[])).to_owned();
+    assert!(
+        why.starts_with(
+            "not known to be unused: pid 4242 runs privileged (uid 0 with capabilities"
+        ) && why.contains("(a sweep given CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH can read it)"),
+        "{why}"
+    );
+    // Another user holding a capability alike, with no uid 0.
+    let capable = unread(Some(([1001; 4], 1 << 2)), None);
+    let why = spared(&plan_seeing(vec![closed], capable, &[])).to_owned();
+    assert!(
+        why.starts_with("not known to be unused: pid 4242 runs privileged (uid 1001 with capabilities 0000000000000004)"),
+        "{why}"
+    );
 }

@@ -755,20 +755,96 @@ fn a_sweep_never_crosses_a_bind_mount_inside_a_work_directory() {
 
 // ---- processes the sweep cannot read, and mount points -----------------------------------
 
-/// The uid the sweeps below run as, and another ordinary user: uids no other test runs as,
-/// so that the non-dumpable processes of other tests (a `setpriv` is one between its
-/// `setresuid` and its `exec`) are another user's to these sweeps, which keeps only
-/// directories open to other users.
+/// The uid the sweeps below run as, and another ordinary user: uids no other test runs as.
 const SWEEPER: u32 = 65520;
 const OTHER_USER: u32 = 65521;
 
-/// The tests below run one at a time: each one's processes are another's unread processes.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// A pid namespace (with its own mount namespace and `/proc`) of the test's own, so that a
+/// sweep as [`SWEEPER`] sees only the processes the test starts in it. Outside it, every
+/// machine runs root's processes an ordinary user cannot read, and any of them keeps every
+/// directory. Its init is a `sleep` of [`SWEEPER`] in `/`, which that user reads and which
+/// references nothing, and which reaps no child: a process the test kills there stays a
+/// zombie, as under a careless parent, which the sweep must not count. Killing the init (on
+/// drop) ends every process in the namespace.
+struct PidNamespace {
+    unshare: Live,
+    init: u32,
+}
 
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+impl PidNamespace {
+    fn new() -> PidNamespace {
+        PidNamespace::with_init(&[
+            "setpriv",
+            &format!("--reuid={SWEEPER}"),
+            &format!("--regid={SWEEPER}"),
+            "--clear-groups",
+            "sleep",
+            "600",
+        ])
+    }
+
+    /// One whose init is `init` (a command that ends by running `sleep`).
+    fn with_init(init: &[&str]) -> PidNamespace {
+        let unshare = Live::spawn(
+            command("unshare")
+                .args([
+                    "-p",
+                    "-m",
+                    "--fork",
+                    "--mount-proc",
+                    "--propagation",
+                    "private",
+                ])
+                .args(init)
+                .current_dir("/"),
+        );
+        let children = format!("/proc/{0}/task/{0}/children", unshare.pid());
+        let start = Instant::now();
+        let init = loop {
+            let init = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+            if let Some(pid) = init.filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
+            }) {
+                break pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the pid namespace's init never started (unshare -p --fork --mount-proc)"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        PidNamespace { unshare, init }
+    }
+
+    /// `program` run in this namespace (`nsenter`, from root).
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = command("nsenter");
+        cmd.args(["-t", &self.init.to_string(), "-p", "-m", "--", program]);
+        cmd
+    }
+}
+
+impl Drop for PidNamespace {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.init.to_string()])
+            .status();
+        let _ = self.unshare.child.wait();
+    }
+}
+
+/// A non-dumpable process in a [`PidNamespace`]; [`Agent::pid`] is its pid there.
+struct Agent {
+    _live: Live,
+    pid: u32,
+}
+
+impl Agent {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
 }
 
 /// Hands a [`leaked_root`] to [`SWEEPER`]: the temp dir searchable by all, the root (and
@@ -794,19 +870,20 @@ fn hand_to_sweeper(tmp: &Path, root: &Path, state: &Path, open: &[&str]) {
     }
 }
 
-/// A process of user `uid`, working in `cwd`, that has made itself non-dumpable
+/// A process of user `uid` in `ns`, working in `cwd`, that has made itself non-dumpable
 /// (`prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent and gpg-agent do): only root reads its `cwd`,
 /// `environ`, `maps` and `fd/`. Returns once it has.
-fn not_dumpable(uid: u32, cwd: &Path) -> Live {
+fn not_dumpable(uid: u32, cwd: &Path, ns: &PidNamespace) -> Agent {
     use std::io::BufRead;
     const SCRIPT: &str = "import ctypes, os, sys, time\n\
         os.chdir(os.environ['WORK_IN'])\n\
         if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:\n\
         \x20   sys.exit('prctl(PR_SET_DUMPABLE) failed')\n\
-        print('ready', flush=True)\n\
+        print('ready', os.getpid(), flush=True)\n\
         time.sleep(120)\n";
     let uid_arg = |flag: &str| format!("--{flag}={uid}");
-    let mut child = command("setpriv")
+    let mut child = ns
+        .command("setpriv")
         .args([&uid_arg("reuid"), &uid_arg("regid"), "--clear-groups"])
         .args(["/usr/bin/python3", "-c", SCRIPT])
         // In the environment, which only the process itself (and root) can read: its argv
@@ -823,8 +900,14 @@ fn not_dumpable(uid: u32, cwd: &Path) -> Live {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert_eq!(line, "ready\n", "the non-dumpable helper did not start");
-    Live { child }
+    let pid = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("the non-dumpable helper did not start: {line:?}"));
+    Agent {
+        _live: Live { child },
+        pid,
+    }
 }
 
 /// The `skipped` reasons of a sweep's JSON, by path.
@@ -852,17 +935,18 @@ fn errors_text(report: &Value) -> String {
 /// sweep reclaims both directories.
 #[test]
 fn a_process_of_the_invoking_user_that_cannot_be_read_keeps_every_directory() {
-    let _one = one_at_a_time();
     if !am_root() {
         println!("SKIPPED: running as another uid needs root");
         return;
     }
     let (tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::new();
     hand_to_sweeper(tmp.path(), &root, &state, &[]);
-    let agent = not_dumpable(SWEEPER, &root.join("go-build3001/b001"));
+    let agent = not_dumpable(SWEEPER, &root.join("go-build3001/b001"), &ns);
     let root_arg = root.to_str().unwrap();
     let out = doctor(&["--root", root_arg, "--json"], &state)
         .by_user(SWEEPER)
+        .entering(ns.init)
         .run();
     assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
     assert!(root.join("go-build3000/b001/_pkg_.a").exists());
@@ -889,10 +973,14 @@ fn a_process_of_the_invoking_user_that_cannot_be_read_keeps_every_directory() {
     // The dry run and --check say the same, and fail alike.
     let check = doctor(&["--root", root_arg, "--check"], &state)
         .by_user(SWEEPER)
+        .entering(ns.init)
         .run();
     assert_eq!(check.code, Some(1), "{}", check.stdout);
     drop(agent);
-    let out = doctor(&["--root", root_arg], &state).by_user(SWEEPER).run();
+    let out = doctor(&["--root", root_arg], &state)
+        .by_user(SWEEPER)
+        .entering(ns.init)
+        .run();
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(!root.join("go-build3000").exists() && !root.join("go-build3001").exists());
 }
@@ -902,16 +990,17 @@ fn a_process_of_the_invoking_user_that_cannot_be_read_keeps_every_directory() {
 /// one opened to others (0755) is kept, with why, and the run fails.
 #[test]
 fn another_users_process_that_cannot_be_read_keeps_only_directories_open_to_it() {
-    let _one = one_at_a_time();
     if !am_root() {
         println!("SKIPPED: running as another uid needs root");
         return;
     }
     let (tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::new();
     hand_to_sweeper(tmp.path(), &root, &state, &["go-build3001"]);
-    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"));
+    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"), &ns);
     let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state)
         .by_user(SWEEPER)
+        .entering(ns.init)
         .run();
     assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
     assert!(!root.join("go-build3000").exists(), "0700: reclaimed");
@@ -919,16 +1008,172 @@ fn another_users_process_that_cannot_be_read_keeps_only_directories_open_to_it()
     let report: Value = serde_json::from_str(&out.stdout).unwrap();
     let skipped = skipped_whys(&report);
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    // The reason names the first such process: ours, unless another test's runs now.
     let (path, why) = &skipped[0];
     assert_eq!(path, "go-build3001");
-    assert!(
-        why.starts_with("not known to be unused: pid ")
-            && why.ends_with(" cannot be read, and the directory lets other users in (mode 0755)"),
-        "{why}"
+    assert_eq!(
+        why,
+        &format!(
+            "not known to be unused: pid {} of uid {OTHER_USER} cannot be read, and the \
+             directory lets other users in (mode 0755)",
+            theirs.pid()
+        )
     );
     drop(theirs);
     assert!(errors_text(&report).contains("so 1 directory that one of them may be using was"));
+}
+
+/// Root's process (a daemon, or a build run with `sudo` or `doas`) enters a 0700 work
+/// directory as easily as an open one, and an ordinary user cannot read where it works: the
+/// sweep keeps every directory, names the process and how to read it, and fails. (Here a root
+/// `sleep` whose working directory is inside one; its argv names nothing.)
+#[test]
+fn a_privileged_process_that_cannot_be_read_keeps_every_directory() {
+    const CAPS: &str = "+sys_ptrace,+dac_read_search";
+    if !am_root() {
+        println!("SKIPPED: running as another uid needs root");
+        return;
+    }
+    let (tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::new();
+    hand_to_sweeper(tmp.path(), &root, &state, &[]);
+    let inside = root.join("go-build3001/b001");
+    let daemon = Live::spawn(
+        ns.command("sh")
+            .args(["-c", "cd \"$WORK_IN\" && exec sleep 120"])
+            .env("WORK_IN", &inside),
+    );
+    // The root `sleep` is nsenter's child; its pid in the namespace is the last of `NSpid`.
+    let children = format!("/proc/{0}/task/{0}/children", daemon.pid());
+    let start = Instant::now();
+    let pid = loop {
+        let host = std::fs::read_to_string(&children)
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+        let ready = host.filter(|h| {
+            std::fs::read_link(format!("/proc/{h}/cwd")).is_ok_and(|c| c == inside)
+                && std::fs::read_to_string(format!("/proc/{h}/comm")).is_ok_and(|c| c == "sleep\n")
+        });
+        if let Some(h) = ready {
+            let status = std::fs::read_to_string(format!("/proc/{h}/status")).unwrap();
+            let nspid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .unwrap();
+            break nspid
+                .split_whitespace()
+                .last()
+                .unwrap()
+                .parse::<u32>()
+                .unwrap();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the root sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let root_arg = root.to_str().unwrap();
+    let out = doctor(&["--root", root_arg, "--json"], &state)
+        .by_user(SWEEPER)
+        .entering(ns.init)
+        .run();
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        root.join("go-build3001/b001/_pkg_.a").exists(),
+        "the one it works in"
+    );
+    assert!(
+        root.join("go-build3000/b001/_pkg_.a").exists(),
+        "{}",
+        out.stdout
+    );
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let whys = skipped_whys(&report);
+    assert_eq!(whys.len(), 2, "{whys:?}");
+    for (_, why) in &whys {
+        assert!(
+            why.starts_with(&format!(
+                "not known to be unused: pid {pid} runs privileged (uid 0 with capabilities "
+            )) && why.ends_with(
+                "so it can enter any directory, and its cwd, environ, maps, fd cannot be read \
+                 (a sweep given CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH can read it)"
+            ),
+            "{why}"
+        );
+    }
+    assert!(errors_text(&report).contains("so 2 directories"));
+    // Given CAP_SYS_PTRACE (the ptrace access check) and CAP_DAC_READ_SEARCH (`environ` and
+    // `fd/` are root's, mode 0400 and 0500), as the reason says, the same user's sweep reads
+    // it: the directory it works in is spared by its cwd, the other one is reclaimed.
+    let out = ns
+        .command("setpriv")
+        .args([format!("--reuid={SWEEPER}"), format!("--regid={SWEEPER}")])
+        .args(["--clear-groups", "--inh-caps", CAPS, "--ambient-caps", CAPS])
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--sweep-build-dirs", "--json", "--root", root_arg])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .expect("run nsenter");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!root.join("go-build3000").exists(), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        skipped_whys(&report),
+        [(
+            "go-build3001".to_owned(),
+            format!(
+                "referenced by a live process: pid {pid} cwd {}",
+                inside.display()
+            )
+        )]
+    );
+    // Once it has exited (a zombie, not reaped: it holds nothing), the sweep without the
+    // capability reclaims the directory too.
+    drop(daemon);
+    let out = doctor(&["--root", root_arg], &state)
+        .by_user(SWEEPER)
+        .entering(ns.init)
+        .run();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(!root.join("go-build3001").exists());
+}
+
+/// A root sweep whose bounding set a service manager shrank (here `setpriv --bounding-set
+/// -sys_ptrace`, so it cannot read root's processes that hold `CAP_SYS_PTRACE`) cannot tell
+/// those from outsiders of its container by their capabilities: pid 1's bounding set is
+/// larger than its own, so such a process is root's like the sweep and keeps every directory.
+#[test]
+fn a_root_sweep_with_a_shrunk_bounding_set_counts_roots_unread_processes() {
+    if !am_root() {
+        println!("SKIPPED: a pid namespace needs root");
+        return;
+    }
+    let (_tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::with_init(&["sleep", "600"]);
+    let out = ns
+        .command("setpriv")
+        .args(["--bounding-set", "-sys_ptrace", "--"])
+        .arg(env!("CARGO_BIN_EXE_doctor"))
+        .args(["--sweep-build-dirs", "--json", "--root"])
+        .arg(&root)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .expect("run nsenter");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(root.join("go-build3000/b001/_pkg_.a").exists(), "{stdout}");
+    assert!(root.join("go-build3001/b001/_pkg_.a").exists(), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let whys = skipped_whys(&report);
+    assert_eq!(whys.len(), 2, "{whys:?}");
+    for (_, why) in whys {
+        assert!(
+            why.starts_with("not known to be unused: pid 1 runs as the invoking user (uid 0)"),
+            "{why}"
+        );
+    }
 }
 
 /// The executor applies the same rule to its fresh read of `/proc` right before each
@@ -936,12 +1181,12 @@ fn another_users_process_that_cannot_be_read_keeps_only_directories_open_to_it()
 /// directory is being deleted keeps the second.
 #[test]
 fn a_process_that_cannot_be_read_found_right_before_a_deletion_keeps_the_directory() {
-    let _one = one_at_a_time();
     if !am_root() {
         println!("SKIPPED: running as another uid needs root");
         return;
     }
     let (tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::new();
     hand_to_sweeper(tmp.path(), &root, &state, &[]);
     let elsewhere = tmp.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
@@ -949,9 +1194,10 @@ fn a_process_that_cannot_be_read_found_right_before_a_deletion_keeps_the_directo
     let agent = std::cell::RefCell::new(None);
     let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state)
         .by_user(SWEEPER)
+        .entering(ns.init)
         .run_paused(vec![(
             "delete go-build3000/b001/_pkg_.a",
-            Box::new(|| *agent.borrow_mut() = Some(not_dumpable(SWEEPER, &elsewhere))),
+            Box::new(|| *agent.borrow_mut() = Some(not_dumpable(SWEEPER, &elsewhere, &ns))),
         )]);
     assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -995,11 +1241,16 @@ fn can_mount_in_a_namespace() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// `doctor <args>` as [`SWEEPER`] inside a mount namespace of its own whose `/proc` is a fresh
-/// procfs mounted with `options`, its state under `state`.
-fn sweep_in_private_proc(options: &str, args: &[&str], state: &Path) -> std::process::Output {
+/// `doctor <args>` as [`SWEEPER`] in `ns`, inside a mount namespace of its own whose `/proc` is
+/// a fresh procfs of `ns` mounted with `options`, its state under `state`.
+fn sweep_in_private_proc(
+    ns: &PidNamespace,
+    options: &str,
+    args: &[&str],
+    state: &Path,
+) -> std::process::Output {
     let script = "mount -t proc -o \"$1\" proc /proc || exit 99; shift; exec \"$@\"";
-    let mut cmd = command("unshare");
+    let mut cmd = ns.command("unshare");
     cmd.args([
         "-m",
         "--propagation",
@@ -1031,7 +1282,6 @@ fn sweep_in_private_proc(options: &str, args: &[&str], state: &Path) -> std::pro
 /// fails. Without it (the same private mount, no `hidepid`), it reclaims what it may.
 #[test]
 fn a_proc_that_hides_processes_reclaims_nothing() {
-    let _one = one_at_a_time();
     if !am_root() {
         println!("SKIPPED: mount namespaces and other uids need root");
         return;
@@ -1041,10 +1291,16 @@ fn a_proc_that_hides_processes_reclaims_nothing() {
         return;
     }
     let (tmp, root, state) = leaked_root(2);
+    let ns = PidNamespace::new();
     hand_to_sweeper(tmp.path(), &root, &state, &["go-build3001"]);
-    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"));
+    let theirs = not_dumpable(OTHER_USER, &root.join("go-build3001"), &ns);
     let root_arg = root.to_str().unwrap();
-    let out = sweep_in_private_proc("hidepid=invisible", &["--root", root_arg, "--json"], &state);
+    let out = sweep_in_private_proc(
+        &ns,
+        "hidepid=invisible",
+        &["--root", root_arg, "--json"],
+        &state,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -1067,7 +1323,7 @@ fn a_proc_that_hides_processes_reclaims_nothing() {
     );
     // The same private procfs without hidepid: the 0700 directory is reclaimed, the one the
     // other user's process may be in is kept.
-    let out = sweep_in_private_proc("rw", &["--root", root_arg, "--json"], &state);
+    let out = sweep_in_private_proc(&ns, "rw", &["--root", root_arg, "--json"], &state);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(!root.join("go-build3000").exists(), "{stdout}");
@@ -1201,4 +1457,44 @@ fn a_work_directory_mounted_over_after_planning_is_skipped_by_the_executor() {
         "mounted\n"
     );
     drop(mounted);
+}
+
+/// A process whose main thread has exited (`pthread_exit`) while another thread runs on: its
+/// leader is a zombie with no working directory, memory or descriptors of its own, but the
+/// process still works inside the directory. The sweep reads it through the live thread and
+/// spares the directory.
+#[test]
+fn a_process_whose_leader_exited_is_read_through_its_live_thread() {
+    const SCRIPT: &str = "import ctypes, os, threading, time\n\
+        os.chdir(os.environ['WORK_IN'])\n\
+        threading.Thread(target=time.sleep, args=(120,)).start()\n\
+        ctypes.CDLL(None).pthread_exit(None)\n";
+    let (_tmp, root, state) = leaked_root(2);
+    let live = Live::spawn(
+        command("python3")
+            .args(["-c", SCRIPT])
+            .env("WORK_IN", root.join("go-build3001/b001"))
+            .current_dir("/"),
+    );
+    live.wait_until("status", |p| {
+        std::fs::read_to_string(p)
+            .is_ok_and(|s| s.contains("State:\tZ (zombie)") && s.contains("Threads:\t2"))
+    });
+    let out = doctor(&["--root", root.to_str().unwrap(), "--json"], &state).run();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(!root.join("go-build3000").exists(), "{}", out.stdout);
+    assert!(
+        root.join("go-build3001/b001/_pkg_.a").exists(),
+        "{}",
+        out.stdout
+    );
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let whys = skipped_whys(&report);
+    assert_eq!(whys.len(), 1, "{whys:?}");
+    assert!(
+        whys[0]
+            .1
+            .starts_with(&format!("referenced by a live process: pid {}", live.pid())),
+        "{whys:?}"
+    );
 }

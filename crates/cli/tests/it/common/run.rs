@@ -34,6 +34,8 @@ pub struct Doctor {
     env: Vec<(OsString, Option<OsString>)>,
     /// Runs as this uid (and gid), with no supplementary groups.
     user: Option<u32>,
+    /// Runs in the pid and mount namespaces of this process.
+    namespace_of: Option<u32>,
     mem_limit: Option<u64>,
     file_size_limit: Option<u64>,
     terminal: bool,
@@ -63,6 +65,7 @@ impl Doctor {
             args: Vec::new(),
             env: Vec::new(),
             user: None,
+            namespace_of: None,
             mem_limit: None,
             file_size_limit: None,
             terminal: false,
@@ -117,6 +120,13 @@ impl Doctor {
         self
     }
 
+    /// Runs in the pid and mount namespaces of process `pid` (`nsenter`; needs root), so that
+    /// it sees only that namespace's processes.
+    pub fn entering(mut self, pid: u32) -> Doctor {
+        self.namespace_of = Some(pid);
+        self
+    }
+
     /// Runs under an address-space limit of `bytes` (`prlimit --as`).
     pub fn mem_limit(mut self, bytes: u64) -> Doctor {
         self.mem_limit = Some(bytes);
@@ -147,6 +157,9 @@ impl Doctor {
     /// The command line as a `Command`, stdin empty, stdout and stderr inherited.
     pub fn command(self) -> Command {
         let mut argv: Vec<OsString> = Vec::new();
+        if let Some(pid) = self.namespace_of {
+            argv.extend(["nsenter", "-t", &pid.to_string(), "-p", "-m", "--"].map(OsString::from));
+        }
         if let Some(limit) = self.mem_limit {
             argv.extend([
                 "prlimit".into(),
