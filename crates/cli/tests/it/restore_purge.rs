@@ -73,17 +73,6 @@ fn repaired_demo() -> (tempfile::TempDir, std::path::PathBuf, String) {
     (tmp, s, run)
 }
 
-fn set_aside_runs(s: &Path) -> Vec<String> {
-    let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    runs.sort();
-    runs
-}
-
 #[test]
 fn repair_then_restore_gives_back_the_original_tree() {
     let (_tmp, s) = demo_with_old_artifacts();
@@ -110,7 +99,7 @@ fn repair_then_restore_gives_back_the_original_tree() {
     assert_admin_valid(&dry);
     assert!(dry["outcomes"].as_array().unwrap().is_empty());
     assert_eq!(
-        set_aside_runs(&s),
+        common::set_aside_runs(&s),
         std::slice::from_ref(&run),
         "a dry restore writes nothing"
     );
@@ -694,13 +683,17 @@ fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
     );
     assert_eq!(code, 0);
     assert_admin_valid(&dry);
-    assert_eq!(set_aside_runs(&s).len(), 2, "a dry purge deletes nothing");
+    assert_eq!(
+        common::set_aside_runs(&s).len(),
+        2,
+        "a dry purge deletes nothing"
+    );
 
     let (code, out, _) = doctor(&s, &["--purge-set-aside", "--older-than", "0s"]);
     assert_eq!(code, 0);
     assert_admin_valid(&out);
     assert_eq!(
-        set_aside_runs(&s),
+        common::set_aside_runs(&s),
         std::slice::from_ref(&second),
         "the matching run is purged, the tampered one kept"
     );
@@ -730,7 +723,7 @@ fn purge_deletes_matching_runs_and_refuses_tampered_ones_unless_forced() {
     );
     let (_, forced, _) = doctor(&s, &["--purge-set-aside", "--older-than", "0s", "--force"]);
     assert_eq!(forced["summary"]["runs_purged"], 1);
-    assert!(set_aside_runs(&s).is_empty());
+    assert!(common::set_aside_runs(&s).is_empty());
 }
 
 #[test]
@@ -1373,7 +1366,7 @@ fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
         .as_str()
         .unwrap()
         .contains("forced although"));
-    assert!(set_aside_runs(&s).is_empty());
+    assert!(common::set_aside_runs(&s).is_empty());
 }
 
 #[test]
@@ -1508,7 +1501,7 @@ fn lines_that_do_not_parse_are_reported_not_dropped() {
         purge["skipped"].to_string().contains("is not a record"),
         "{purge:#}"
     );
-    assert_eq!(set_aside_runs(&s), [run], "the run is kept");
+    assert_eq!(common::set_aside_runs(&s), [run], "the run is kept");
 }
 
 // ---- naming and listing set-aside runs, through the library ------------------------------

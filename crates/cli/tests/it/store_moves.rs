@@ -20,18 +20,6 @@ fn doctor(s: &Path) -> Doctor {
     Doctor::new().sessions_dir(s).now(NOW)
 }
 
-/// The runs under `S/.set-aside`, in name order.
-fn runs(s: &Path) -> Vec<String> {
-    let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    runs.sort();
-    runs
-}
-
 /// `strace` must be there: the test fails, never skips, without it (`.ci/run` installs it).
 fn strace() -> &'static str {
     let ok = Command::new("strace")
@@ -87,7 +75,7 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         Some(9),
         "killed at the 9th rename: {status}"
     );
-    let first = runs(&s);
+    let first = common::set_aside_runs(&s);
     assert_eq!(first.len(), 1, "{first:?}");
     let moved_to = s.join(".set-aside").join(&first[0]).join(STORE);
     let there = std::fs::read_dir(&moved_to).unwrap().count();
@@ -164,7 +152,10 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         before,
         "the store is whole in the run that began it"
     );
-    for run in runs(&s).iter().filter(|r| **r != first[0]) {
+    for run in common::set_aside_runs(&s)
+        .iter()
+        .filter(|r| **r != first[0])
+    {
         let other = tree(&s.join(".set-aside").join(run));
         assert!(
             other.keys().all(|p| !p.starts_with(STORE)),
@@ -172,7 +163,7 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         );
     }
     // Restore each run, newest first: the store comes back whole.
-    for run in runs(&s).iter().rev() {
+    for run in common::set_aside_runs(&s).iter().rev() {
         if !s
             .join(".set-aside")
             .join(run)
@@ -230,7 +221,7 @@ fn a_store_without_its_owner_lock_is_locked_for_its_move() {
         Some(false),
         "a host that opens the store mid-move is refused"
     );
-    let run = runs(&s).pop().unwrap();
+    let run = common::set_aside_runs(&s).pop().unwrap();
     let moved = s.join(".set-aside").join(&run).join(STORE);
     assert!(!s.join(STORE).exists());
     let moved_lock = moved.join("runtime-process.owner.lock");
@@ -307,7 +298,7 @@ fn killed_at_the_ninth_rename(s: &Path) -> String {
         .status()
         .unwrap();
     assert_eq!(status.signal(), Some(9), "{status}");
-    let run = runs(s).pop().unwrap();
+    let run = common::set_aside_runs(s).pop().unwrap();
     let moved = s.join(".set-aside").join(&run).join(STORE);
     assert_eq!(std::fs::read_dir(moved).unwrap().count(), 8);
     assert_eq!(std::fs::read_dir(s.join(STORE)).unwrap().count(), 3);
@@ -382,7 +373,7 @@ fn a_store_move_that_could_not_move_back_keeps_its_manifest_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let run = runs(&s).pop().unwrap();
+    let run = common::set_aside_runs(&s).pop().unwrap();
     let moved = s.join(".set-aside").join(&run).join(STORE);
     assert_eq!(
         std::fs::read_dir(&moved).unwrap().count(),

@@ -68,18 +68,6 @@ fn rest_are_records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The set-aside runs of `s`, by name.
-fn runs(s: &Path) -> Vec<String> {
-    let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    runs.sort();
-    runs
-}
-
 /// S with a readable session `keep` and the torn documents `names` (R1 sets each aside).
 fn store_with_torn(names: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -188,7 +176,7 @@ fn a_torn_manifest_line_is_read_past_by_list_restore_and_purge() {
         .run_paused(vec![(
             "",
             Box::new(|| {
-                let run = &runs(&s)[0];
+                let run = &common::set_aside_runs(&s)[0];
                 let manifest = s.join(".set-aside").join(run).join("MANIFEST.jsonl");
                 let mut bytes = std::fs::read(&manifest).unwrap();
                 bytes.extend_from_slice(b"{\"run\":\"x\",\"rule\":\"R1\",\"orig");
@@ -196,7 +184,7 @@ fn a_torn_manifest_line_is_read_past_by_list_restore_and_purge() {
             }),
         )]);
     assert_eq!(repair.code, Some(0), "{}", repair.said());
-    let run = runs(&s).remove(0);
+    let run = common::set_aside_runs(&s).remove(0);
     let manifest = s.join(".set-aside").join(&run).join("MANIFEST.jsonl");
     assert_eq!(lines(&manifest).len(), 3, "line, torn line, line");
     assert!(!s.join("torn1.json").exists() && !s.join("torn2.json").exists());
@@ -259,7 +247,7 @@ fn a_torn_manifest_line_is_read_past_by_list_restore_and_purge() {
         "{}",
         purge.stdout
     );
-    assert!(runs(&s).is_empty());
+    assert!(common::set_aside_runs(&s).is_empty());
 }
 
 /// A real short write: under a file size limit (`RLIMIT_FSIZE`, `SIGXFSZ` ignored) the kernel
@@ -280,7 +268,7 @@ fn a_manifest_line_cut_short_by_efbig_moves_nothing_and_is_not_glued_onto() {
         .run();
     assert_eq!(cut.code, Some(1), "{}", cut.said());
     assert!(s.join("torn.json").exists(), "not moved: {}", cut.said());
-    let first = runs(&s).remove(0);
+    let first = common::set_aside_runs(&s).remove(0);
     let manifest = s.join(".set-aside").join(&first).join("MANIFEST.jsonl");
     let torn_line = std::fs::read(&manifest).unwrap();
     assert_eq!(torn_line.len() as u64, LIMIT, "a real short write");
@@ -378,7 +366,7 @@ fn a_failed_manifest_append_moves_nothing() {
         out.stdout
     );
     assert!(s.join("torn.json").exists(), "not moved");
-    let run = runs(&s).remove(0);
+    let run = common::set_aside_runs(&s).remove(0);
     assert!(!s.join(".set-aside").join(&run).join("torn.json").exists());
     let again = doctor(&s, NOW, &["--repair-sessions"]);
     assert_eq!(again.code, Some(0), "{}", again.said());
@@ -406,7 +394,7 @@ fn a_replaced_item_whose_second_manifest_line_cannot_be_written_is_put_back() {
                 std::fs::rename(s.join("incoming.json"), s.join("torn.json")).unwrap();
                 let manifest = s
                     .join(".set-aside")
-                    .join(&runs(&s)[0])
+                    .join(&common::set_aside_runs(&s)[0])
                     .join("MANIFEST.jsonl");
                 crate::purge_records::chattr("+i", &manifest);
                 guard = Some(crate::purge_records::Immutable(manifest));
@@ -419,7 +407,7 @@ fn a_replaced_item_whose_second_manifest_line_cannot_be_written_is_put_back() {
         "put back: {}",
         out.said()
     );
-    let run = runs(&s).remove(0);
+    let run = common::set_aside_runs(&s).remove(0);
     let manifest = s.join(".set-aside").join(&run).join("MANIFEST.jsonl");
     assert_eq!(lines(&manifest).len(), 1, "the second line was not written");
     assert!(!s.join(".set-aside").join(&run).join("torn.json").exists());

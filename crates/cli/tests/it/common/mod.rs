@@ -144,6 +144,19 @@ pub fn tree_difference(a: &Tree, b: &Tree) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The names of the set-aside runs under `S/.set-aside`, in name order (none when it is
+/// missing).
+pub fn set_aside_runs(s: &Path) -> Vec<String> {
+    let mut runs: Vec<String> = std::fs::read_dir(s.join(".set-aside"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    runs.sort();
+    runs
+}
+
 /// Replaces whatever is at `s` with a fresh copy of `pristine` (mtimes included).
 pub fn fresh_copy(pristine: &Path, s: &Path) {
     if s.exists() {
