@@ -57,6 +57,9 @@ pub fn recorded(root: &Root, a: &PlannedAction) -> bool {
     else {
         return false;
     };
+    if purging(root, run) {
+        return false;
+    }
     let Ok(manifest) = crate::admin::read_manifest(root, run, &|_| String::new()) else {
         return false;
     };
@@ -66,6 +69,35 @@ pub fn recorded(root: &Root, a: &PlannedAction) -> bool {
             && line.moved_to == a.path
             && line.promise.as_ref() == Some(&a.precondition)
     })
+}
+
+/// Whether a purge of run `run` has been recorded and not receipted: a record in
+/// `.reconcile/purge-pending/` of that very directory (same device and inode), or one that
+/// cannot be read (in doubt, a deletion). The next purge finishes deleting such a run whatever
+/// it holds, so nothing is finished into it: the store's remainder stays at its path, out of a
+/// deletion nobody planned with it (the rules judge it). A record of another directory at that
+/// path, or naming another run, is not this run's (the next purge drops or ignores it).
+fn purging(root: &Root, run: &str) -> bool {
+    let file = crate::records::purge_pending_file(run);
+    match root.stat(Path::new(&file)) {
+        Ok(None) => return false,
+        Ok(Some(_)) => {}
+        Err(_) => return true,
+    }
+    let Some(record) = root
+        .read(Path::new(&file))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<crate::records::PendingDeletion>(&b).ok())
+    else {
+        return true;
+    };
+    let dir = format!("{SET_ASIDE_DIR}/{run}");
+    record.path == dir
+        && match root.stat(Path::new(&dir)) {
+            Ok(Some(s)) => s.dev == record.dev && s.ino == record.ino,
+            Ok(None) => false,
+            Err(_) => true,
+        }
 }
 
 /// Whether `line` of run `run` is a store set-aside of the doctor's whose move a kill can have
@@ -93,6 +125,9 @@ pub fn plan_store_moves(root: &Root, rule_name: &dyn Fn(&str) -> String) -> Vec<
         .collect();
     runs.sort();
     for run in runs {
+        if purging(root, &run) {
+            continue;
+        }
         let Ok(manifest) = crate::admin::read_manifest(root, &run, &|_| String::new()) else {
             continue;
         };

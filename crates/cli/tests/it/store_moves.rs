@@ -483,3 +483,52 @@ fn a_saved_finish_is_applied_only_to_a_move_its_run_records() {
     assert_eq!(tree(&s.join(STORE)), left, "nothing moved");
     assert_eq!(tree(&s.join(".set-aside").join(&run).join(STORE)), half);
 }
+
+/// A split store whose run a purge has recorded (its record written, the purge killed before
+/// it deleted anything) is not finished into that run: the next purge finishes deleting the
+/// run whatever is in it, so a finish would add the store's remainder (its lock file,
+/// `owner.json`, ...) to a deletion nobody planned with them. Neither a dry run nor a real run
+/// finishes it there, and the remainder stays out of that run.
+#[test]
+fn a_split_store_is_not_finished_into_a_run_a_purge_has_recorded() {
+    use std::os::unix::fs::MetadataExt;
+    let (_tmp, s) = demo_with_a_big_store();
+    let run = killed_at_the_ninth_rename(&s);
+    let dir = s.join(".set-aside").join(&run);
+    let meta = std::fs::metadata(&dir).unwrap();
+    let pending = s.join(".reconcile/purge-pending");
+    std::fs::create_dir_all(&pending).unwrap();
+    let record = serde_json::json!({
+        "run": "20261129T130000Z-abcdef",
+        "root": s.display().to_string(),
+        "path": format!(".set-aside/{run}"),
+        "dev": meta.dev(),
+        "ino": meta.ino(),
+        "at": "2026-11-29T13:00:00Z",
+    });
+    std::fs::write(pending.join(format!("{run}.json")), format!("{record}\n")).unwrap();
+    let half_before = tree(&dir.join(STORE));
+    let r2 = || {
+        Doctor::new()
+            .now(NOW)
+            .args(["sessions", "repair", "--select", "R2", "--json"])
+            .sessions_dir(&s)
+    };
+    let dry = r2().arg("--dry-run").run();
+    assert!(
+        finishing_into(&dry.json(), &run).is_empty(),
+        "{}",
+        dry.said()
+    );
+    let real = r2().run();
+    assert!(
+        finishing_into(&real.json(), &run).is_empty(),
+        "{}",
+        real.said()
+    );
+    assert_eq!(
+        tree(&dir.join(STORE)),
+        half_before,
+        "nothing is added to a run being purged"
+    );
+}
