@@ -30,10 +30,7 @@ pub fn accepts(a: &PlannedAction) -> bool {
     let Some(from) = finishing(a) else {
         return false;
     };
-    let Some(rest) = a.path.strip_prefix(&format!("{SET_ASIDE_DIR}/")) else {
-        return false;
-    };
-    let Some((run, inner)) = rest.split_once('/') else {
+    let Some((run, inner)) = run_and_inner(&a.path) else {
         return false;
     };
     RunId::is_valid(run)
@@ -44,17 +41,19 @@ pub fn accepts(a: &PlannedAction) -> bool {
             .any(|c| c.is_empty() || c == "." || c == "..")
 }
 
+/// `.set-aside/<run>/<inner>` as `(run, inner)`.
+fn run_and_inner(path: &str) -> Option<(&str, &str)> {
+    path.strip_prefix(&format!("{SET_ASIDE_DIR}/"))?
+        .split_once('/')
+}
+
 /// Whether a manifest line of the run `a`'s path is in records the store `a` finishes moving
 /// there, as its precondition says (the line [`plan_store_moves`] planned `a` from).
 pub fn recorded(root: &Root, a: &PlannedAction) -> bool {
     let Some(from) = finishing(a) else {
         return false;
     };
-    let Some((run, _)) = a
-        .path
-        .strip_prefix(&format!("{SET_ASIDE_DIR}/"))
-        .and_then(|rest| rest.split_once('/'))
-    else {
+    let Some((run, _)) = run_and_inner(&a.path) else {
         return false;
     };
     if purging(root, run) {

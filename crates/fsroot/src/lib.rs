@@ -951,7 +951,7 @@ impl WritableRoot {
     /// short here leaves a torn line that the next append terminates the same way.
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
-        let f = self.open_log(&p, true)?;
+        let mut f = self.open_log(&p, true)?;
         let torn = match f.metadata().map_err(|e| self.err("append", &p, e))?.len() {
             0 => false,
             len => {
@@ -966,7 +966,6 @@ impl WritableRoot {
         } else {
             bytes.into()
         };
-        let mut f = f;
         fault::mutation("append", &p, || f.write_all(&line))
             .map_err(|e| self.err("append", &p, e))?;
         fault::mutation("sync", &p, || f.sync_all()).map_err(|e| self.err("sync", &p, e))
