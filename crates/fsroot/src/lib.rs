@@ -90,14 +90,57 @@ pub struct Stat {
     pub len: u64,
     /// Modification time, seconds since the Unix epoch.
     pub mtime: i64,
-    /// Owner user id.
-    pub uid: u32,
-    /// Device number.
-    pub dev: u64,
-    /// Inode number.
-    pub ino: u64,
-    /// Permission bits and file type bits.
+    /// Who owns it.
+    pub owner: Owner,
+    /// Which file it is.
+    pub id: FileId,
+    /// Permission bits and file type bits on Unix; on Windows `0o644` (`0o444` when the file
+    /// is read-only), so a rewrite that keeps a file's bits needs no OS test.
     pub mode: u32,
+}
+
+/// The identity of a file: device and inode on Unix, volume serial number and file index on
+/// Windows (the scheme std's `remove_dir_all` checks against). Two stats of the same file
+/// give equal ids; the parts are only for records that must survive the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    volume: u64,
+    index: u64,
+}
+
+impl FileId {
+    /// The id recorded as [`FileId::volume`] and [`FileId::index`].
+    pub fn from_parts(volume: u64, index: u64) -> FileId {
+        FileId { volume, index }
+    }
+    /// The device (Unix) or volume serial number (Windows).
+    pub fn volume(&self) -> u64 {
+        self.volume
+    }
+    /// The inode (Unix) or file index (Windows).
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+}
+
+/// Who owns a file: its user id on Unix; unknown on Windows, where an owner is a SID the
+/// doctor does not read (the only pack that asks, build-dirs, reclaims nothing there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Owner(Option<u32>);
+
+impl Owner {
+    /// The owner with Unix user id `uid`.
+    pub fn uid(uid: u32) -> Owner {
+        Owner(Some(uid))
+    }
+    /// An owner this OS does not tell.
+    pub fn unknown() -> Owner {
+        Owner(None)
+    }
+    /// The Unix user id, where there is one.
+    pub fn as_uid(&self) -> Option<u32> {
+        self.0
+    }
 }
 
 /// A read-only directory handle confining every access beneath its anchor.
