@@ -1246,7 +1246,11 @@ fn finish_pending_purges(root: &Root, out: &mut AdminPlan) -> fsroot::Result<BTr
             continue;
         }
         let there = match root.stat(Path::new(&p.path))? {
-            Some(s) if s.kind == EntryKind::Dir && s.dev == p.dev && s.ino == p.ino => Some(s),
+            Some(s)
+                if s.kind == EntryKind::Dir && s.id == fsroot::FileId::from_parts(p.dev, p.ino) =>
+            {
+                Some(s)
+            }
             // Another directory now (the store copied or restored from a backup, a device
             // renumbered): not the one whose deletion began. The record goes; the run is
             // judged as any other.

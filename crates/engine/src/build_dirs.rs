@@ -170,11 +170,12 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
         entries.push(RootEntry {
             name: name.to_owned(),
             kind: stat.kind,
-            uid: stat.uid,
+            // No uid (Windows): an owner that is never the invoking user's, so B1 spares it.
+            uid: stat.owner.as_uid().unwrap_or(u32::MAX),
             mtime: stat.mtime,
             has_git: has_git.flatten(),
-            dev: stat.dev,
-            ino: stat.ino,
+            dev: stat.id.volume(),
+            ino: stat.id.index(),
             mode: stat.mode,
             mount_point,
         });

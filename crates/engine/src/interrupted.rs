@@ -93,7 +93,7 @@ fn purging(root: &Root, run: &str) -> bool {
     let dir = format!("{SET_ASIDE_DIR}/{run}");
     record.path == dir
         && match root.stat(Path::new(&dir)) {
-            Ok(Some(s)) => s.dev == record.dev && s.ino == record.ino,
+            Ok(Some(s)) => s.id == fsroot::FileId::from_parts(record.dev, record.ino),
             Ok(None) => false,
             Err(_) => true,
         }

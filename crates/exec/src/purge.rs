@@ -57,7 +57,7 @@ pub(crate) fn purge(
     // another directory at this path is not finished here, and this purge records its own.
     let earlier = pending(root, &a.path).filter(|(_, p)| {
         already_deleted(a)
-            || matches!(root.stat(Path::new(&a.path)), Ok(Some(s)) if s.dev == p.dev && s.ino == p.ino)
+            || matches!(root.stat(Path::new(&a.path)), Ok(Some(s)) if s.id == fsroot::FileId::from_parts(p.dev, p.ino))
     });
     let mut extra = Extra::new();
     if let Some((_, p)) = &earlier {
@@ -83,8 +83,8 @@ pub(crate) fn purge(
             run: step.run.0.clone(),
             root: root.anchor().display().to_string(),
             path: a.path.clone(),
-            dev: stat.dev,
-            ino: stat.ino,
+            dev: stat.id.volume(),
+            ino: stat.id.index(),
             at: step.clock.now().to_string(),
         };
         let mut bytes = serde_json::to_vec(&record).expect("record serializes");

@@ -103,11 +103,11 @@ impl Target for BuildDirsTarget<'_> {
             Ok(Some(s)) if s.kind != EntryKind::Dir => {
                 return Err(Refusal::Skip("no longer a real directory".into()))
             }
-            Ok(Some(s)) if s.uid != self.uid => {
-                return Err(Refusal::Skip(format!(
-                    "now owned by uid {}, not by the invoking user",
-                    s.uid
-                )))
+            Ok(Some(s)) if s.owner.as_uid() != Some(self.uid) => {
+                return Err(Refusal::Skip(match s.owner.as_uid() {
+                    Some(uid) => format!("now owned by uid {uid}, not by the invoking user"),
+                    None => "its owner cannot be told on this OS".to_owned(),
+                }))
             }
             Ok(Some(s)) => s,
             Ok(None) => return Err(Refusal::Skip("gone since planned".into())),
@@ -158,8 +158,8 @@ impl Target for BuildDirsTarget<'_> {
             run: step.run.0.clone(),
             root: label.clone(),
             path: a.path.clone(),
-            dev: stat.dev,
-            ino: stat.ino,
+            dev: stat.id.volume(),
+            ino: stat.id.index(),
             at: step.clock.now().to_string(),
         };
         let mut record = serde_json::to_vec(&pending).expect("record serializes");
@@ -221,7 +221,7 @@ impl BuildDirsTarget<'_> {
             };
             let stale = match root.stat(Path::new(&p.path)) {
                 Ok(None) => true,
-                Ok(Some(s)) => s.dev != p.dev || s.ino != p.ino,
+                Ok(Some(s)) => s.id != fsroot::FileId::from_parts(p.dev, p.ino),
                 Err(_) => false,
             };
             if stale {

@@ -579,9 +579,8 @@ impl Root {
                     .ok()
                     .map(|t| unix_secs(t.into_std()))
                     .unwrap_or(0),
-                uid: m.uid(),
-                dev: m.dev(),
-                ino: m.ino(),
+                owner: Owner::uid(m.uid()),
+                id: FileId::from_parts(m.dev(), m.ino()),
                 mode: m.mode(),
             })),
             Err(e) if absent(&e) => Ok(None),

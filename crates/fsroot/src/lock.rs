@@ -33,10 +33,10 @@ pub struct LockGuard {
 
 impl LockGuard {
     /// Device and inode of the locked file, to check it is still the file at its path.
-    pub fn identity(&self) -> io::Result<(u64, u64)> {
+    pub fn identity(&self) -> io::Result<crate::FileId> {
         use std::os::unix::fs::MetadataExt;
         let m = self.file.metadata()?;
-        Ok((m.dev(), m.ino()))
+        Ok(crate::FileId::from_parts(m.dev(), m.ino()))
     }
 }
 

@@ -130,14 +130,12 @@ fn acquire_verified(
 }
 
 fn still_at_path(root: &WritableRoot, rel: &str, guard: &LockGuard) -> fsroot::Result<bool> {
-    let (dev, ino) = guard.identity().map_err(|e| fsroot::Error::Io {
+    let id = guard.identity().map_err(|e| fsroot::Error::Io {
         op: "inspect lock",
         path: root.display_path(Path::new(rel)),
         source: e,
     })?;
-    Ok(root
-        .stat(Path::new(rel))?
-        .is_some_and(|s| s.dev == dev && s.ino == ino))
+    Ok(root.stat(Path::new(rel))?.is_some_and(|s| s.id == id))
 }
 
 /// A live lease: the exclusive `flock` on `.late-usage/<id>.live` that a process holds while
