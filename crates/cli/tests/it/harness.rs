@@ -94,6 +94,11 @@ pub trait Pack: Sized {
         after: &Tree,
         real: &Self::Report,
     ) -> Sections;
+    /// Whether the case's files are the same bytes on every OS (none holds S's absolute path):
+    /// only then is its snapshot compared on Windows.
+    fn same_bytes_everywhere(&self) -> bool {
+        true
+    }
     /// Whether every action of a real run must be applied (none skipped at apply time).
     fn all_applied(&self) -> bool {
         true
@@ -154,13 +159,25 @@ fn read_case<C: DeserializeOwned>(dir: &Path) -> (Head, C) {
 
 fn run_case<P: Pack>(name: &str, dir: &Path) {
     let (head, case) = read_case(dir);
-    let tmp = tempfile::tempdir_in(P::TEMP_IN).unwrap();
+    // No symlink in a tree a Windows test works on: Wine's remove_dir_all follows one made from
+    // Linux and deletes what it points to, and Wine cannot make Windows links at all.
+    if cfg!(windows) && !head.symlinks.is_empty() {
+        return eprintln!("{name}: skipped on Windows: the case holds symlinks");
+    }
+    // On Windows the OS temp dir: `TEMP_IN` is a Unix path.
+    let temp_in = if cfg!(windows) {
+        std::env::temp_dir()
+    } else {
+        PathBuf::from(P::TEMP_IN)
+    };
+    let tmp = tempfile::tempdir_in(temp_in).unwrap();
     let root = &tmp.path().join(P::ROOT.1);
     copy_tree(&dir.join(P::ROOT.0), root);
     for d in &head.empty_dirs {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     let outside = tmp.path().join("outside");
+    #[cfg(unix)]
     for link in &head.symlinks {
         let target = link.target.replace("[OUTSIDE]", &outside.to_string_lossy());
         std::os::unix::fs::symlink(target, root.join(&link.path)).unwrap();
@@ -219,7 +236,13 @@ fn run_case<P: Pack>(name: &str, dir: &Path) {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_description(head.description);
     settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, snap));
+    if cfg!(windows) && !pack.same_bytes_everywhere() {
+        // The case's files hold S's absolute path, whose length differs on Windows, and so do
+        // the byte counts the snapshot shows; every other check below still runs.
+        eprintln!("{name}: snapshot not compared on Windows: the store holds S's absolute path");
+    } else {
+        settings.bind(|| insta::assert_snapshot!(name, snap));
+    }
 
     if let Some(rule) = &head.rule {
         for a in &dry.plan().actions {
@@ -256,6 +279,12 @@ fn run_case<P: Pack>(name: &str, dir: &Path) {
     for ((path, why), was) in untouched.iter().zip(&untouched_before) {
         assert_eq!(&tree(path), was, "{why}");
     }
+    // The temporary directory must be removable once the case (and what it started) is gone:
+    // on Windows a handle the doctor leaked inside it would make this fail.
+    drop(pack);
+    let at = tmp.path().to_path_buf();
+    tmp.close()
+        .unwrap_or_else(|e| panic!("{name}: removing {}: {e}", at.display()));
 }
 
 /// The tree as the snapshot lists it: each path (redacted), with `dir`, a symlink's target

@@ -175,6 +175,7 @@ fn mutations_of_a_repair(pristine: &Path, s: &Path) -> u64 {
 /// Runs a repair paused just before its mutation `n` (`DOCTOR_FAULT_AT=n:pause`), delivers
 /// `signal` (a real `kill`) inside that pause, then lets it go on. Returns its exit code and
 /// its JSON report.
+#[cfg(unix)] // a real `kill -s`
 fn repair_signalled_at(s: &Path, n: u64, signal: &str) -> (Option<i32>, serde_json::Value) {
     use std::io::{BufRead, BufReader, Read, Write};
     let mut child = doctor(s)
@@ -229,6 +230,7 @@ fn repair_signalled_at(s: &Path, n: u64, signal: &str) -> (Option<i32>, serde_js
 /// uninterrupted end state, and restoring each run (newest first) gives back the original
 /// tree (checked at each mutation for one of the two signals, in turn).
 #[test]
+#[cfg(unix)] // Unix signals
 fn a_signal_at_every_mutation_finishes_the_action_and_stops() {
     let (_tmp, pristine) = demo_with_leases();
     let work = tempfile::tempdir().unwrap();
@@ -522,6 +524,7 @@ fn a_store_entry_whose_sync_failed_after_its_rename_is_moved_back() {
 /// SIGHUP, as a closed terminal sends it, stops a repair as SIGTERM does: the action in progress
 /// finishes with its receipt, the run exits 129 with its report, and the rerun converges.
 #[test]
+#[cfg(unix)] // Unix signals
 fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
     let (_tmp, pristine) = demo_with_leases();
     let work = tempfile::tempdir().unwrap();
@@ -558,6 +561,7 @@ fn a_hangup_mid_repair_finishes_the_action_and_exits_129() {
 /// stdin) ends the process at once with the shell's code, 143 for SIGTERM, having written
 /// nothing.
 #[test]
+#[cfg(target_os = "linux")] // Unix signals; the handler is seen in /proc/<pid>/status
 fn a_signal_before_applying_exits_at_once_with_its_code() {
     let (_tmp, s) = demo_with_old_artifacts();
     let before = tree(&s);

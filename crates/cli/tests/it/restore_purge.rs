@@ -1426,6 +1426,7 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
 /// directory handles checked by device and inode and never follows a link, so the live data is
 /// untouched (at most the links themselves go).
 #[test]
+#[cfg(unix)] // makes symlinks
 fn a_purge_never_follows_a_directory_swapped_for_an_inside_symlink() {
     let (_tmp, s, run) = repaired_demo();
     let aside = s.join(".set-aside").join(&run);

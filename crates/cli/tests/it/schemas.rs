@@ -339,7 +339,10 @@ impl Store {
                 let (src, dst) = (e.path(), to.join(e.file_name()));
                 let ft = e.file_type().unwrap();
                 if ft.is_symlink() {
+                    #[cfg(unix)]
                     std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+                    #[cfg(not(unix))]
+                    panic!("{}: a symlink in a tree copied on Windows", src.display());
                 } else if ft.is_dir() {
                     copy(&src, &dst);
                 } else {

@@ -257,6 +257,7 @@ fn a_torn_manifest_line_is_read_past_by_list_restore_and_purge() {
 /// item aside in its own run, and the first run's torn manifest line is named by list,
 /// restore and purge, never taken for an item.
 #[test]
+#[cfg(target_os = "linux")] // `prlimit --fsize`
 fn a_manifest_line_cut_short_by_efbig_moves_nothing_and_is_not_glued_onto() {
     const LIMIT: u64 = 100;
     let (_tmp, s) = store_with_torn(&["torn"]);
@@ -379,6 +380,7 @@ fn a_failed_manifest_append_moves_nothing() {
 /// must never stay in the run under the first line, whose digest is the torn document's and
 /// which a restore refuses), the action is skipped saying so, and the run holds nothing.
 #[test]
+#[cfg(target_os = "linux")] // `chattr +i`
 fn a_replaced_item_whose_second_manifest_line_cannot_be_written_is_put_back() {
     let (_tmp, s) = store_with_torn(&["torn"]);
     let good = pretty(&document("torn"));

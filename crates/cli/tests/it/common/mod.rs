@@ -10,7 +10,6 @@ pub use run::{traced_mutations, Doctor, Ran};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
@@ -45,7 +44,16 @@ pub fn copy_tree(from: &Path, to: &Path) {
         let ft = entry.file_type().unwrap();
         if ft.is_symlink() {
             let target = std::fs::read_link(&src).unwrap();
+            #[cfg(unix)]
             std::os::unix::fs::symlink(target, &dst).unwrap();
+            // Never on Windows: Wine's remove_dir_all follows a symlink made from Linux and
+            // deletes what it points to (no tree a Windows test copies holds one).
+            #[cfg(not(unix))]
+            panic!(
+                "{}: a symlink ({}) in a tree copied on Windows",
+                src.display(),
+                target.display()
+            );
         } else if ft.is_dir() {
             copy_tree(&src, &dst);
         } else {
@@ -113,7 +121,11 @@ pub fn mtimes(root: &Path) -> BTreeMap<PathBuf, i128> {
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
-    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+    let at = meta.modified().unwrap();
+    match at.duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => after.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    }
 }
 
 /// Every file under `.set-aside/<any run>/` of the tree `t` of S, as (path inside its run,

@@ -8,7 +8,6 @@
 //! The builders use `serde_json::json!` only (with `preserve_order`, so keys keep the app's
 //! order), never the library's model types.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -94,7 +93,7 @@ pub fn owner_id(store: &str) -> String {
 pub fn execution_scope(owner_id: &str, data_dir: &Path) -> String {
     let mut bytes = owner_id.as_bytes().to_vec();
     bytes.push(0);
-    bytes.extend_from_slice(data_dir.join("events.lock").as_os_str().as_bytes());
+    bytes.extend_from_slice(data_dir.join("events.lock").as_os_str().as_encoded_bytes());
     sha256_hex(&bytes)
 }
 
