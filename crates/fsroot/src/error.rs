@@ -104,9 +104,7 @@ impl Error {
             Error::SymlinkInPath { .. } => true,
             // `io::ErrorKind::FilesystemLoop` is not stable: this crate, which makes the system
             // calls, is the one place that knows the error number.
-            Error::Io { source, .. } => {
-                source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
-            }
+            Error::Io { source, .. } => crate::sys::is_link_error(source),
             _ => false,
         }
     }
