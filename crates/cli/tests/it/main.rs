@@ -28,7 +28,6 @@ mod harness;
 mod host_beside_doctor;
 mod kill_points;
 mod live_holders;
-mod progress;
 mod restore_purge;
 mod run_ids;
 mod schemas;
@@ -51,6 +50,9 @@ mod fd_leak;
 // Linux only: `setpriv`, tmpfs mounts, /proc, fifos, devices, sockets, symlinks.
 #[cfg(target_os = "linux")]
 mod hostile_input;
+// Linux only: a pseudo-terminal through util-linux `script`.
+#[cfg(target_os = "linux")]
+mod progress;
 // Linux only: `chattr +i` on the doctor's own records.
 #[cfg(target_os = "linux")]
 mod purge_records;
