@@ -1,7 +1,8 @@
 //! `cargo xtask tidy`: the check of the source tree that neither the compiler nor clippy
 //! makes, also run by plain `cargo test` (`workspace_is_tidy`): every `.rs` file of the
 //! workspace (outside `target/` and `fuzz/target/`) starts with a `//!` line saying what it
-//! owns. Where the filesystem, the clock and the environment may be touched is clippy's to
+//! owns, and no file but those in [`UNSAFE_ALLOWED`] lifts the `unsafe_code` lint (the
+//! workspace forbids it; fsroot, whose Windows backend needs it, denies it). Where the filesystem, the clock and the environment may be touched is clippy's to
 //! enforce (`clippy.toml`), and the crates' dependency directions are `layers.rs`'s.
 
 use std::fmt;
@@ -25,6 +26,16 @@ impl fmt::Display for Violation {
         write!(f, "{}:{}: {}", self.path, self.line, self.message)
     }
 }
+
+/// The files that may lift the `unsafe_code` lint: fsroot's Windows backend, the one module
+/// making raw system calls (docs/ARCHITECTURE.md).
+pub const UNSAFE_ALLOWED: &[&str] = &["crates/fsroot/src/sys/windows.rs"];
+
+/// The attribute texts that lift the lint (written split, so this file does not match).
+const UNSAFE_LIFTS: [&str; 2] = [
+    concat!("allow", "(unsafe_code)"),
+    concat!("expect", "(unsafe_code)"),
+];
 
 /// Runs the checks on the workspace at `root` and prints what they find.
 pub fn run(root: &Path) -> Result<(), Failure> {
@@ -77,6 +88,19 @@ pub fn check_file(rel: &str, src: &str) -> Vec<Violation> {
             line: 1,
             message: "does not start with a `//!` line saying what the module owns".into(),
         });
+    }
+    if !UNSAFE_ALLOWED.contains(&rel) {
+        for (i, line) in src.lines().enumerate() {
+            let squashed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            if UNSAFE_LIFTS.iter().any(|l| squashed.contains(l)) {
+                found.push(Violation {
+                    path: rel.to_owned(),
+                    line: i + 1,
+                    message: "lifts the `unsafe_code` lint, which only tidy's UNSAFE_ALLOWED may"
+                        .into(),
+                });
+            }
+        }
     }
     found
 }
@@ -162,6 +186,21 @@ mod tests {
                 "rules/p/src/r.rs:1"
             ]
         );
+    }
+
+    #[test]
+    fn only_the_windows_backend_may_lift_the_unsafe_lint() {
+        let lift = format!("//! x\n#![{}(unsafe_code)]\n", "allow");
+        let found = check_file("crates/fsroot/src/lib.rs", &lift);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].to_string(),
+            "crates/fsroot/src/lib.rs:2: lifts the `unsafe_code` lint, which only tidy's \
+             UNSAFE_ALLOWED may"
+        );
+        let item = format!("//! x\n#[{} ( unsafe_code )]\nfn f() {{}}\n", "expect");
+        assert_eq!(check_file("crates/store/src/a.rs", &item).len(), 1);
+        assert!(check_file("crates/fsroot/src/sys/windows.rs", &lift).is_empty());
     }
 
     /// The real check, run by plain `cargo test`.
