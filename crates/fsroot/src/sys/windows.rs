@@ -613,7 +613,7 @@ fn kind_of(attributes: u32) -> EntryKind {
 
 fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
     let kind = kind_of(info.dwFileAttributes);
-    let write_time = (u64::from(info.ftLastWriteTime.dwHighDateTime) << 32
+    let write_time = ((u64::from(info.ftLastWriteTime.dwHighDateTime) << 32)
         | u64::from(info.ftLastWriteTime.dwLowDateTime)) as i64;
     let perm = if info.dwFileAttributes & FILE_ATTRIBUTE_READONLY != 0 {
         0o444
