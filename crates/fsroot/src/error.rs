@@ -105,7 +105,7 @@ impl Error {
             // `io::ErrorKind::FilesystemLoop` is not stable: this crate, which makes the system
             // calls, is the one place that knows the error number.
             Error::Io { source, .. } => {
-                source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+                crate::sys::is_link_error(source)
             }
             _ => false,
         }
