@@ -216,4 +216,3 @@ fn portable_bytes(p: &Path) -> Vec<u8> {
     }
     out
 }
-

@@ -104,9 +104,7 @@ impl Error {
             Error::SymlinkInPath { .. } => true,
             // `io::ErrorKind::FilesystemLoop` is not stable: this crate, which makes the system
             // calls, is the one place that knows the error number.
-            Error::Io { source, .. } => {
-                crate::sys::is_link_error(source)
-            }
+            Error::Io { source, .. } => crate::sys::is_link_error(source),
             _ => false,
         }
     }

@@ -29,6 +29,7 @@ mod error;
 mod fault;
 mod lock;
 mod problem;
+#[cfg(unix)]
 pub mod procfs;
 mod sys;
 pub mod temp;
@@ -263,8 +264,8 @@ impl Root {
     /// `whole`: the path names a directory, so a symlink as its last component is one on the
     /// way too (the kernel says `ENOTDIR` for it, not `ELOOP`).
     fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error, whole: bool) -> Error {
-        let maybe_link = sys::is_link_error(&e)
-            || (whole && e.kind() == std::io::ErrorKind::NotADirectory);
+        let maybe_link =
+            sys::is_link_error(&e) || (whole && e.kind() == std::io::ErrorKind::NotADirectory);
         if maybe_link {
             let mut prefix = PathBuf::new();
             let parts: Vec<_> = p.components().collect();
@@ -309,11 +310,7 @@ impl Root {
     }
 
     /// [`Root::open_regular`], with the metadata it checked.
-    fn open_regular_meta(
-        &self,
-        p: &Path,
-        op: &'static str,
-    ) -> Result<(std::fs::File, Meta)> {
+    fn open_regular_meta(&self, p: &Path, op: &'static str) -> Result<(std::fs::File, Meta)> {
         let f = self
             .open_beneath_file(p, &FileOpts::read())
             .map_err(|e| self.open_error(op, p, e, false))?;
@@ -747,7 +744,7 @@ impl WritableRoot {
             if let Some(mode) = exact {
                 // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
                 fault::mutation("set permissions of", &tmp, || sys::set_mode(&f, mode))
-                .map_err(|e| self.err("set permissions of", &tmp, e))?;
+                    .map_err(|e| self.err("set permissions of", &tmp, e))?;
             }
             fault::mutation("write", &tmp, || f.write_all(bytes))
                 .map_err(|e| self.err("write", &tmp, e))?;
@@ -800,11 +797,15 @@ impl WritableRoot {
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
         let mut f = self.open_log(&p, true)?;
-        let torn = match sys::file_meta(&f).map_err(|e| self.err("append", &p, e))?.len {
+        let torn = match sys::file_meta(&f)
+            .map_err(|e| self.err("append", &p, e))?
+            .len
+        {
             0 => false,
             len => {
                 let mut last = [0u8; 1];
-                let n = sys::read_at(&f, &mut last, len - 1).map_err(|e| self.err("append", &p, e))?;
+                let n =
+                    sys::read_at(&f, &mut last, len - 1).map_err(|e| self.err("append", &p, e))?;
                 n == 1 && last[0] != b'\n'
             }
         };

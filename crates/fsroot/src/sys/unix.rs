@@ -235,7 +235,12 @@ impl Dir {
 
     /// `renameat_with(NOREPLACE)`; `Unsupported` where the filesystem lacks the flag (`EINVAL`
     /// from NFS and some FUSE servers on Linux, `ENOTSUP` on Apple).
-    pub(crate) fn rename_noreplace(&self, name: &OsStr, to: &Dir, to_name: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename_noreplace(
+        &self,
+        name: &OsStr,
+        to: &Dir,
+        to_name: &OsStr,
+    ) -> io::Result<()> {
         match rustix::fs::renameat_with(
             self.fd(),
             name,

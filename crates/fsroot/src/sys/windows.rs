@@ -25,10 +25,11 @@ use std::ptr;
 
 use windows_sys::Wdk::Foundation::OBJECT_ATTRIBUTES;
 use windows_sys::Wdk::Storage::FileSystem::{
-    FileDirectoryInformation, FileDispositionInformation, FileRenameInformation, NtCreateFile,
-    NtQueryDirectoryFile, NtSetInformationFile, FILE_CREATE, FILE_DIRECTORY_FILE,
-    FILE_DIRECTORY_INFORMATION, FILE_DISPOSITION_INFORMATION, FILE_NON_DIRECTORY_FILE, FILE_OPEN,
-    FILE_OPEN_IF, FILE_OPEN_REPARSE_POINT, FILE_RENAME_INFORMATION, FILE_SYNCHRONOUS_IO_NONALERT,
+    FileDirectoryInformation, FileDispositionInformation, FileLinkInformation,
+    FileRenameInformation, NtCreateFile, NtQueryDirectoryFile, NtSetInformationFile, FILE_CREATE,
+    FILE_DIRECTORY_FILE, FILE_DIRECTORY_INFORMATION, FILE_DISPOSITION_INFORMATION,
+    FILE_LINK_INFORMATION, FILE_NON_DIRECTORY_FILE, FILE_OPEN, FILE_OPEN_IF,
+    FILE_OPEN_REPARSE_POINT, FILE_RENAME_INFORMATION, FILE_SYNCHRONOUS_IO_NONALERT,
 };
 use windows_sys::Win32::Foundation::{
     RtlNtStatusToDosError, ERROR_ACCESS_DENIED, ERROR_DELETE_PENDING, ERROR_DIRECTORY,
@@ -42,14 +43,17 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_GENERIC_WRITE,
     FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_READ_EA, FILE_SHARE_DELETE, FILE_SHARE_READ,
-    FILE_SHARE_WRITE, FILE_TRAVERSE, FILE_WRITE_DATA, LOCKFILE_EXCLUSIVE_LOCK,
-    LOCKFILE_FAIL_IMMEDIATELY, MAXIMUM_REPARSE_DATA_BUFFER_SIZE, SYNCHRONIZE,
+    FILE_SHARE_WRITE, FILE_TRAVERSE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, MAXIMUM_REPARSE_DATA_BUFFER_SIZE,
+    SYNCHRONIZE,
 };
 use windows_sys::Win32::System::Ioctl::FSCTL_GET_REPARSE_POINT;
 use windows_sys::Win32::System::Threading::{
     GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
 };
-use windows_sys::Win32::System::IO::{DeviceIoControl, IO_STATUS_BLOCK, OVERLAPPED, OVERLAPPED_0, OVERLAPPED_0_0};
+use windows_sys::Win32::System::IO::{
+    DeviceIoControl, IO_STATUS_BLOCK, OVERLAPPED, OVERLAPPED_0, OVERLAPPED_0_0,
+};
 
 use super::{FileOpts, Meta, MountId};
 use crate::EntryKind;
@@ -237,7 +241,12 @@ impl Dir {
 
     /// Renames `name` to `to_name` in `to`; an existing `to_name` fails with `AlreadyExists`
     /// and is untouched.
-    pub(crate) fn rename_noreplace(&self, name: &OsStr, to: &Dir, to_name: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename_noreplace(
+        &self,
+        name: &OsStr,
+        to: &Dir,
+        to_name: &OsStr,
+    ) -> io::Result<()> {
         self.rename(name, to, to_name, false)
     }
 
@@ -246,28 +255,17 @@ impl Dir {
         self.rename(name, to, to_name, true)
     }
 
+    /// A hard link `to_name` in `to` of the entry `name` (never following it); an existing
+    /// `to_name` fails with `AlreadyExists` and is untouched.
+    pub(crate) fn hard_link(&self, name: &OsStr, to: &Dir, to_name: &OsStr) -> io::Result<()> {
+        let entry = self.open_entry(name, FILE_WRITE_ATTRIBUTES | SYNCHRONIZE, 0)?;
+        set_name(&entry, to, to_name, false, FileLinkInformation)
+    }
+
     fn rename(&self, name: &OsStr, to: &Dir, to_name: &OsStr, replace: bool) -> io::Result<()> {
-        let target = component(to_name)?;
         // The entry itself (a link is renamed, never what it points to).
         let entry = self.open_entry(name, DELETE | SYNCHRONIZE | FILE_READ_ATTRIBUTES, 0)?;
-        let name_bytes = target.len() * 2;
-        let header = offset_of!(FILE_RENAME_INFORMATION, FileName);
-        let size = (header + name_bytes).max(size_of::<FILE_RENAME_INFORMATION>());
-        let mut buf = vec![0u64; size.div_ceil(8)];
-        let info = buf.as_mut_ptr().cast::<FILE_RENAME_INFORMATION>();
-        // SAFETY: `buf` is zeroed, 8-byte aligned and at least `size` bytes, which covers the
-        // header and `target.len()` UTF-16 units from `FileName`; the writes stay inside it.
-        unsafe {
-            (*info).Anonymous.ReplaceIfExists = replace;
-            (*info).RootDirectory = to.handle.as_raw_handle();
-            (*info).FileNameLength = name_bytes as u32;
-            ptr::copy_nonoverlapping(
-                target.as_ptr(),
-                ptr::addr_of_mut!((*info).FileName).cast::<u16>(),
-                target.len(),
-            );
-        }
-        set_information(&entry, buf.as_ptr().cast(), size, FileRenameInformation)
+        set_name(&entry, to, to_name, replace, FileRenameInformation)
     }
 
     /// Removes the non-directory `name` (a link itself, never its target); a directory is
@@ -496,9 +494,9 @@ fn component(name: &OsStr) -> io::Result<Vec<u16>> {
     let bad = wide.is_empty()
         || name == "."
         || name == ".."
-        || wide
-            .iter()
-            .any(|&c| c == u16::from(b'\\') || c == u16::from(b'/') || c == u16::from(b':') || c == 0);
+        || wide.iter().any(|&c| {
+            c == u16::from(b'\\') || c == u16::from(b'/') || c == u16::from(b':') || c == 0
+        });
     if bad {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -577,6 +575,39 @@ fn set_information(
         return Err(nt_error(status));
     }
     Ok(())
+}
+
+/// Gives `entry` the name `to_name` in `to`: a rename (`FileRenameInformation`) or a new hard
+/// link (`FileLinkInformation`, whose structure has the same layout), replacing an existing
+/// file there only when `replace`.
+fn set_name(
+    entry: &OwnedHandle,
+    to: &Dir,
+    to_name: &OsStr,
+    replace: bool,
+    class: i32,
+) -> io::Result<()> {
+    const _: () =
+        assert!(size_of::<FILE_RENAME_INFORMATION>() == size_of::<FILE_LINK_INFORMATION>());
+    let target = component(to_name)?;
+    let name_bytes = target.len() * 2;
+    let header = offset_of!(FILE_RENAME_INFORMATION, FileName);
+    let size = (header + name_bytes).max(size_of::<FILE_RENAME_INFORMATION>());
+    let mut buf = vec![0u64; size.div_ceil(8)];
+    let info = buf.as_mut_ptr().cast::<FILE_RENAME_INFORMATION>();
+    // SAFETY: `buf` is zeroed, 8-byte aligned and at least `size` bytes, which covers the
+    // header and `target.len()` UTF-16 units from `FileName`; the writes stay inside it.
+    unsafe {
+        (*info).Anonymous.ReplaceIfExists = replace;
+        (*info).RootDirectory = to.handle.as_raw_handle();
+        (*info).FileNameLength = name_bytes as u32;
+        ptr::copy_nonoverlapping(
+            target.as_ptr(),
+            ptr::addr_of_mut!((*info).FileName).cast::<u16>(),
+            target.len(),
+        );
+    }
+    set_information(entry, buf.as_ptr().cast(), size, class)
 }
 
 /// Marks the entry deleted (classic disposition): it goes when its last handle closes, which
@@ -675,7 +706,10 @@ fn utf16_at(bytes: &[u8], at: usize, len: usize) -> io::Result<OsString> {
 }
 
 fn truncated() -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, "truncated record from the file system")
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "truncated record from the file system",
+    )
 }
 
 /// Appends the entries of one `FileDirectoryInformation` answer (but `.` and `..`) to `out`.
@@ -772,17 +806,30 @@ mod tests {
         std::fs::create_dir(td.path().join("a")).unwrap();
         std::fs::write(td.path().join("a").join("f"), "hello").unwrap();
         let a = dir.open_dir(os("a")).unwrap();
-        assert_eq!(read_all(&a.open_file(os("f"), &FileOpts::read()).unwrap()), "hello");
-        let nested = dir.open_beneath_file(Path::new("a/f"), &FileOpts::read()).unwrap();
+        assert_eq!(
+            read_all(&a.open_file(os("f"), &FileOpts::read()).unwrap()),
+            "hello"
+        );
+        let nested = dir
+            .open_beneath_file(Path::new("a/f"), &FileOpts::read())
+            .unwrap();
         assert_eq!(read_all(&nested), "hello");
-        assert!(dir.open_beneath_dir(Path::new("a")).unwrap().stat_self().unwrap().is_dir());
+        assert!(dir
+            .open_beneath_dir(Path::new("a"))
+            .unwrap()
+            .stat_self()
+            .unwrap()
+            .is_dir());
         for bad in ["", ".", "..", "a\\f", "a/f", "f:stream", "f\0"] {
             let e = a.open_file(os(bad), &FileOpts::read()).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
         }
         let e = dir.open_file(os("missing"), &FileOpts::read()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
-        assert_eq!(dir.open_dir(os("missing")).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            dir.open_dir(os("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         drop((a, nested, dir));
         td.close().unwrap();
     }
@@ -822,7 +869,10 @@ mod tests {
             ..FileOpts::default()
         };
         drop(dir.open_file(os("f"), &opts).unwrap());
-        assert_eq!(std::fs::read_to_string(td.path().join("f")).unwrap(), "first");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("f")).unwrap(),
+            "first"
+        );
         drop(dir);
         td.close().unwrap();
     }
@@ -855,11 +905,20 @@ mod tests {
         let e = dir.rename_noreplace(os("a"), &dir, os("b")).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
         assert_eq!(e.raw_os_error(), Some(183));
-        assert_eq!(std::fs::read_to_string(td.path().join("b")).unwrap(), "target");
-        assert_eq!(std::fs::read_to_string(td.path().join("a")).unwrap(), "source");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("b")).unwrap(),
+            "target"
+        );
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("a")).unwrap(),
+            "source"
+        );
         dir.rename_noreplace(os("a"), &dir, os("c")).unwrap();
         assert!(!td.path().join("a").exists());
-        assert_eq!(std::fs::read_to_string(td.path().join("c")).unwrap(), "source");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("c")).unwrap(),
+            "source"
+        );
         drop(dir);
         td.close().unwrap();
     }
@@ -887,14 +946,44 @@ mod tests {
         from.create_dir(os("sub")).unwrap();
         from.rename_noreplace(os("f"), &to, os("g")).unwrap();
         from.rename_noreplace(os("sub"), &to, os("sub2")).unwrap();
-        assert_eq!(std::fs::read_to_string(td.path().join("to").join("g")).unwrap(), "moved");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("to").join("g")).unwrap(),
+            "moved"
+        );
         assert!(td.path().join("to").join("sub2").is_dir());
         assert!(from.entries().unwrap().is_empty());
         create(&from, "g", "again");
         let e = from.rename_noreplace(os("g"), &to, os("g")).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
-        assert_eq!(std::fs::read_to_string(td.path().join("to").join("g")).unwrap(), "moved");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("to").join("g")).unwrap(),
+            "moved"
+        );
         drop((from, to, dir));
+        td.close().unwrap();
+    }
+
+    #[test]
+    fn hard_link_adds_a_name_across_directories_and_never_replaces() {
+        let (td, dir) = fixture();
+        dir.create_dir(os("d")).unwrap();
+        let d = dir.open_dir(os("d")).unwrap();
+        create(&dir, "f", "body");
+        create(&d, "taken", "mine");
+        dir.hard_link(os("f"), &d, os("g")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("d").join("g")).unwrap(),
+            "body"
+        );
+        assert_eq!(dir.stat(os("f")).unwrap().nlink, 2);
+        assert_eq!(d.stat(os("g")).unwrap().id, dir.stat(os("f")).unwrap().id);
+        let e = dir.hard_link(os("f"), &d, os("taken")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("d").join("taken")).unwrap(),
+            "mine"
+        );
+        drop((d, dir));
         td.close().unwrap();
     }
 
@@ -909,13 +998,22 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::DirectoryNotEmpty, "{e}");
         assert!(td.path().join("d").join("f").exists());
         let d = dir.open_dir(os("d")).unwrap();
-        assert_eq!(d.remove_dir(os("f")).unwrap_err().kind(), io::ErrorKind::NotADirectory);
+        assert_eq!(
+            d.remove_dir(os("f")).unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
+        );
         d.remove_file(os("f")).unwrap();
         drop(d);
         dir.remove_dir(os("d")).unwrap();
         assert!(!td.path().join("d").exists());
-        assert_eq!(dir.remove_file(os("d")).unwrap_err().kind(), io::ErrorKind::NotFound);
-        let e = dir.create_dir(os("e")).and_then(|()| dir.create_dir(os("e"))).unwrap_err();
+        assert_eq!(
+            dir.remove_file(os("d")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let e = dir
+            .create_dir(os("e"))
+            .and_then(|()| dir.create_dir(os("e")))
+            .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         drop(dir);
         td.close().unwrap();
@@ -976,7 +1074,9 @@ mod tests {
         assert_eq!(dir.open_dir(os("d")).unwrap().stat_self().unwrap().id, d.id);
         assert_eq!(dir.mount(os("f")).unwrap(), dir.mount_self().unwrap());
         assert_eq!(dir.mount_self().unwrap().0, a.id.volume());
-        let mut perms = std::fs::metadata(td.path().join("g")).unwrap().permissions();
+        let mut perms = std::fs::metadata(td.path().join("g"))
+            .unwrap()
+            .permissions();
         perms.set_readonly(true);
         std::fs::set_permissions(td.path().join("g"), perms.clone()).unwrap();
         assert_eq!(dir.stat(os("g")).unwrap().mode, 0o100444);
@@ -1003,7 +1103,10 @@ mod tests {
         std::fs::rename(td.path().join("f"), td.path().join("f-moved")).unwrap();
         std::fs::rename(td.path().join("sub"), td.path().join("sub-moved")).unwrap();
         std::fs::remove_file(td.path().join("g")).unwrap();
-        assert_eq!(std::fs::read_to_string(td.path().join("f-moved")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(td.path().join("f-moved")).unwrap(),
+            "x"
+        );
         assert!(td.path().join("sub-moved").is_dir());
         // The doctor's handles still read what they opened.
         assert_eq!(read_all(&held_file), "x");
@@ -1105,7 +1208,10 @@ mod tests {
         let start = Instant::now();
         while dir.stat(os("ready")).is_err() {
             assert!(child.try_wait().unwrap().is_none(), "the child ended early");
-            assert!(start.elapsed() < Duration::from_secs(60), "the child never locked");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the child never locked"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         let rw = FileOpts {
@@ -1118,7 +1224,10 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(process_alive(child.id()), Some(false));
-        assert!(try_lock(&f).unwrap(), "the dead child's lock was not released");
+        assert!(
+            try_lock(&f).unwrap(),
+            "the dead child's lock was not released"
+        );
         unlock(&f).unwrap();
         drop((f, dir));
         td.close().unwrap();
@@ -1158,14 +1267,23 @@ mod tests {
     #[test]
     fn read_link_parses_symlink_and_junction_buffers() {
         let b = reparse_buffer(IO_REPARSE_TAG_SYMLINK, 20, "\\??\\C:\\target", "C:\\target");
-        assert_eq!(parse_reparse_target(&b).unwrap(), PathBuf::from("C:\\target"));
+        assert_eq!(
+            parse_reparse_target(&b).unwrap(),
+            PathBuf::from("C:\\target")
+        );
         let b = reparse_buffer(IO_REPARSE_TAG_MOUNT_POINT, 16, "\\??\\D:\\j", "");
-        assert_eq!(parse_reparse_target(&b).unwrap(), PathBuf::from("\\??\\D:\\j"));
+        assert_eq!(
+            parse_reparse_target(&b).unwrap(),
+            PathBuf::from("\\??\\D:\\j")
+        );
         let e = parse_reparse_target(&reparse_buffer(0x8000_0017, 16, "x", "")).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::Unsupported);
         let mut short = reparse_buffer(IO_REPARSE_TAG_SYMLINK, 20, "abc", "abc");
         short.truncate(24);
-        assert_eq!(parse_reparse_target(&short).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            parse_reparse_target(&short).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
         let (td, dir) = fixture();
         create(&dir, "plain", "");
         assert!(dir.read_link(os("plain")).is_err());
