@@ -121,6 +121,8 @@ impl Dir {
 
     /// The file `name` (one component), never a directory and never through a reparse point.
     pub(crate) fn open_file(&self, name: &OsStr, opts: &FileOpts) -> io::Result<File> {
+        // Windows has no permission bits: a created file gets its directory's inherited ACL.
+        let _ = opts.mode;
         let mut access = GENERIC_READ | SYNCHRONIZE | FILE_READ_ATTRIBUTES;
         if opts.append {
             // FILE_APPEND_DATA and the attribute rights, without FILE_WRITE_DATA: every
