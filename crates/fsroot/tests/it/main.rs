@@ -6,3 +6,4 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod root;
+mod windows;
