@@ -1294,6 +1294,58 @@ mod tests {
     }
 
     #[test]
+    fn links_are_listed_refused_and_removed_as_themselves_where_they_can_be_made() {
+        // Runs its assertions natively (a Windows runner as administrator or in developer
+        // mode). Wine's CreateSymbolicLinkW answers TRUE and makes nothing, and an
+        // unprivileged Windows user may not make links: then nothing can be shown here.
+        let (td, dir) = fixture();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let dlink = td.path().join("dlink");
+        let flink = td.path().join("flink");
+        let made = std::os::windows::fs::symlink_dir(outside.path(), &dlink).is_ok()
+            && std::os::windows::fs::symlink_file(outside.path().join("secret"), &flink).is_ok()
+            && std::fs::symlink_metadata(&dlink).is_ok()
+            && std::fs::symlink_metadata(&flink).is_ok();
+        if !made {
+            eprintln!("no symlink can be made here (Wine, or no privilege): nothing shown");
+            return;
+        }
+        let mut got = dir.entries().unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                (OsString::from("dlink"), EntryKind::Symlink),
+                (OsString::from("flink"), EntryKind::Symlink)
+            ]
+        );
+        assert_eq!(dir.stat(os("dlink")).unwrap().kind, EntryKind::Symlink);
+        assert_eq!(dir.stat(os("flink")).unwrap().kind, EntryKind::Symlink);
+        assert!(is_link_error(&dir.open_dir(os("dlink")).unwrap_err()));
+        assert!(is_link_error(&dir.open_dir(os("flink")).unwrap_err()));
+        for name in ["dlink", "flink"] {
+            let e = dir.open_file(os(name), &FileOpts::read()).unwrap_err();
+            assert!(is_link_error(&e), "{name}: {e}");
+        }
+        let e = dir
+            .open_beneath_file(Path::new("dlink/secret"), &FileOpts::read())
+            .unwrap_err();
+        assert!(is_link_error(&e), "{e}");
+        assert_eq!(dir.read_link(os("dlink")).unwrap(), outside.path());
+        dir.remove_file(os("dlink")).unwrap();
+        dir.remove_file(os("flink")).unwrap();
+        assert!(dir.entries().unwrap().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+            "s"
+        );
+        drop(dir);
+        td.close().unwrap();
+        outside.close().unwrap();
+    }
+
+    #[test]
     fn set_mode_and_sync_succeed_as_no_ops() {
         let (td, dir) = fixture();
         create(&dir, "f", "");
