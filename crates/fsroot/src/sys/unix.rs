@@ -322,6 +322,11 @@ pub(crate) fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(Errno::LOOP.raw_os_error())
 }
 
+/// No Unix error passes by itself (Windows' sharing violations have no counterpart).
+pub(crate) fn is_transient(_: &io::Error) -> bool {
+    false
+}
+
 /// Gives the file exactly the permission bits `mode` (the umask may have cleared some).
 pub(crate) fn set_mode(f: &File, mode: u32) -> io::Result<()> {
     f.set_permissions(std::fs::Permissions::from_mode(mode))

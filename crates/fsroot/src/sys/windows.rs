@@ -436,6 +436,15 @@ pub(crate) fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(ERROR_STOPPED_ON_SYMLINK as i32)
 }
 
+/// Whether `e` passes by itself: access denied, a sharing or a lock violation (5, 32, 33),
+/// which a scanner or indexer holding a file for a moment gives (platforms.md §8.14).
+pub(crate) fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error().map(|c| c as u32),
+        Some(ERROR_ACCESS_DENIED | ERROR_SHARING_VIOLATION | ERROR_LOCK_VIOLATION)
+    )
+}
+
 /// Whether `pid` names a running process: `None` when Windows does not say.
 pub(crate) fn process_alive(pid: u32) -> Option<bool> {
     // SAFETY: OpenProcess takes plain values and returns an owned handle or null.
@@ -1240,6 +1249,18 @@ mod tests {
         assert_eq!(process_alive(std::process::id()), Some(true));
         // Process ids are multiples of 4; this one is never handed out.
         assert_eq!(process_alive(0xFFFF_FFFD), Some(false));
+    }
+
+    #[test]
+    fn is_transient_accepts_access_sharing_and_lock_violations_only() {
+        for code in [5, 32, 33] {
+            assert!(is_transient(&io::Error::from_raw_os_error(code)), "{code}");
+        }
+        assert!(!is_transient(&io::Error::from_raw_os_error(2)));
+        assert!(!is_transient(&link_error()));
+        assert!(!is_transient(&io::Error::from(
+            io::ErrorKind::PermissionDenied
+        )));
     }
 
     #[test]
