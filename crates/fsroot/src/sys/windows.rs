@@ -570,7 +570,12 @@ fn nt_create(
 }
 
 /// `NtSetInformationFile` of `len` bytes at `info` on `handle`.
-fn set_information(
+///
+/// # Safety
+///
+/// `info` must point to `len` initialised bytes holding the structure `class` names, valid
+/// for the duration of the call.
+unsafe fn set_information(
     handle: &OwnedHandle,
     info: *const core::ffi::c_void,
     len: usize,
@@ -578,8 +583,8 @@ fn set_information(
 ) -> io::Result<()> {
     let len = u32::try_from(len).map_err(|_| win_error(ERROR_FILENAME_EXCED_RANGE))?;
     let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: `handle` is live; the caller's `info` points to `len` initialised bytes of the
-    // structure `class` names, alive for the call, which is synchronous.
+    // SAFETY: `handle` is live; `info` is as this function's contract requires; the call is
+    // synchronous, so nothing is used after it returns.
     let status =
         unsafe { NtSetInformationFile(handle.as_raw_handle(), &mut iosb, info, len, class) };
     if status < 0 {
@@ -618,19 +623,23 @@ fn set_name(
             target.len(),
         );
     }
-    set_information(entry, buf.as_ptr().cast(), size, class)
+    // SAFETY: `buf` holds `size` initialised bytes: the structure just written, for `class`.
+    unsafe { set_information(entry, buf.as_ptr().cast(), size, class) }
 }
 
 /// Marks the entry deleted (classic disposition): it goes when its last handle closes, which
 /// for the doctor is at once (this handle is dropped next).
 fn mark_deleted(entry: &OwnedHandle) -> io::Result<()> {
     let info = FILE_DISPOSITION_INFORMATION { DeleteFile: true };
-    set_information(
-        entry,
-        ptr::addr_of!(info).cast(),
-        size_of::<FILE_DISPOSITION_INFORMATION>(),
-        FileDispositionInformation,
-    )
+    // SAFETY: `info` is a FILE_DISPOSITION_INFORMATION, alive for the call.
+    unsafe {
+        set_information(
+            entry,
+            ptr::addr_of!(info).cast(),
+            size_of::<FILE_DISPOSITION_INFORMATION>(),
+            FileDispositionInformation,
+        )
+    }
 }
 
 fn handle_info(handle: BorrowedHandle<'_>) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
