@@ -72,6 +72,7 @@ fn cap_meta(m: &cap_std::fs::Metadata) -> Meta {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// The `open` flags of `opts`: never following, never blocking (a fifo does not wait for a
 /// writer), close-on-exec.
 fn oflags(opts: &FileOpts) -> OFlags {
