@@ -2201,6 +2201,8 @@ mod tests {
 
     /// `.set-aside` as a symlink is an error naming it, not a store without runs; a manifest
     /// that cannot be read is a problem naming the manifest.
+    // Makes a symlink (Unix).
+    #[cfg(unix)]
     #[test]
     fn what_cannot_be_listed_or_read_is_an_error_not_an_empty_list() {
         let tmp = tempfile::tempdir().unwrap();

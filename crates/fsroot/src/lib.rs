@@ -29,6 +29,8 @@ mod error;
 mod fault;
 mod lock;
 mod problem;
+// Linux's liveness backend (`engine::liveness::Liveness`): `/proc` exists there only.
+#[cfg(target_os = "linux")]
 pub mod procfs;
 pub mod temp;
 
