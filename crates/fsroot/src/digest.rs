@@ -2,7 +2,6 @@
 //! manifest hashes).
 
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -90,7 +89,7 @@ pub(crate) fn merged_tree_digest_except(
     let io_err =
         |op: &'static str, at: &Path, e: io::Error| crate::Error::io(op, &root.display_path(at), e);
     struct Frame {
-        dirs: Vec<(cap_std::fs::Dir, PathBuf)>,
+        dirs: Vec<(crate::sys::Dir, PathBuf)>,
         rel: PathBuf,
         names: Vec<(std::ffi::OsString, usize)>,
     }
@@ -99,7 +98,7 @@ pub(crate) fn merged_tree_digest_except(
     let mut mount = None;
     for (i, top) in tops.iter().enumerate() {
         let dir = root.open_dir_checked(top)?;
-        let here = crate::mount_of_dir(&dir).map_err(|e| io_err("inspect", top, e))?;
+        let here = dir.mount_self().map_err(|e| io_err("inspect", top, e))?;
         if *mount.get_or_insert(here) != here {
             return Err(io_err(
                 "digest",
@@ -144,10 +143,8 @@ pub(crate) fn merged_tree_digest_except(
         let (dir, at) = &frame.dirs[i];
         let child = frame.rel.join(&name);
         let full = at.join(&name);
-        let meta = dir
-            .symlink_metadata(&name)
-            .map_err(|e| io_err("inspect", &full, e))?;
-        let kind = crate::kind_of(meta.file_type());
+        let meta = dir.stat(&name).map_err(|e| io_err("inspect", &full, e))?;
+        let kind = meta.kind;
         out.entries += 1;
         let tag: &[u8] = match kind {
             EntryKind::File => b"f",
@@ -157,12 +154,12 @@ pub(crate) fn merged_tree_digest_except(
         };
         hasher.update(tag);
         hasher.update(b"\0");
-        hasher.update(child.as_os_str().as_bytes());
+        hasher.update(&portable_bytes(&child));
         hasher.update(b"\0");
         match kind {
             EntryKind::File => {
                 let f = dir
-                    .open_with(&name, &crate::nofollow_read())
+                    .open_file(&name, &crate::sys::FileOpts::read())
                     .map_err(|e| io_err("hash", &full, e))?;
                 let d = file_digest(f).map_err(|e| io_err("hash", &full, e))?;
                 out.bytes += d.bytes;
@@ -171,7 +168,7 @@ pub(crate) fn merged_tree_digest_except(
                 hasher.update(d.sha256.as_bytes());
             }
             EntryKind::Dir => {
-                let here = crate::mount_of(dir, &name).map_err(|e| io_err("inspect", &full, e))?;
+                let here = dir.mount(&name).map_err(|e| io_err("inspect", &full, e))?;
                 if here != mount {
                     return Err(io_err(
                         "digest",
@@ -195,9 +192,9 @@ pub(crate) fn merged_tree_digest_except(
             }
             EntryKind::Symlink => {
                 let target = dir
-                    .read_link_contents(&name)
+                    .read_link(&name)
                     .map_err(|e| io_err("read link", &full, e))?;
-                hasher.update(target.as_os_str().as_bytes());
+                hasher.update(target.as_os_str().as_encoded_bytes());
             }
             EntryKind::Other => {}
         }
@@ -205,4 +202,17 @@ pub(crate) fn merged_tree_digest_except(
     }
     out.tree_blake3 = hasher.finalize().to_hex().to_string();
     Ok(out)
+}
+
+/// The bytes a digest hashes for the relative path `p`: its components joined with `/` on
+/// every OS, so a tree digests the same on Windows as on Unix.
+fn portable_bytes(p: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, c) in p.components().enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(c.as_os_str().as_encoded_bytes());
+    }
+    out
 }

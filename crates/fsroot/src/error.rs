@@ -104,9 +104,17 @@ impl Error {
             Error::SymlinkInPath { .. } => true,
             // `io::ErrorKind::FilesystemLoop` is not stable: this crate, which makes the system
             // calls, is the one place that knows the error number.
-            Error::Io { source, .. } => {
-                source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
-            }
+            Error::Io { source, .. } => crate::sys::is_link_error(source),
+            _ => false,
+        }
+    }
+
+    /// Whether the OS refused for a reason that passes by itself: on Windows, access denied,
+    /// a sharing violation or a lock violation (errors 5, 32, 33), which a scanner or indexer
+    /// holding the file for a moment gives (platforms.md §8.14). Never on Unix.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => crate::sys::is_transient(source),
             _ => false,
         }
     }

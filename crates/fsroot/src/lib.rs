@@ -32,20 +32,16 @@ mod problem;
 // Linux's liveness backend (`engine::liveness::Liveness`): `/proc` exists there only.
 #[cfg(target_os = "linux")]
 pub mod procfs;
+mod sys;
 pub mod temp;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::ops::Deref;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::ambient_authority;
-use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
-use rustix::io::Errno;
+use sys::{Dir, FileOpts, Meta, MountId};
 
 pub use digest::{hex, FileDigest, TreeDigest};
 pub use error::{Error, Result};
@@ -167,18 +163,6 @@ impl Deref for WritableRoot {
     }
 }
 
-fn kind_of(ft: cap_std::fs::FileType) -> EntryKind {
-    if ft.is_symlink() {
-        EntryKind::Symlink
-    } else if ft.is_dir() {
-        EntryKind::Dir
-    } else if ft.is_file() {
-        EntryKind::File
-    } else {
-        EntryKind::Other
-    }
-}
-
 /// Refuses absolute paths and `..` components; returns the path with `.` components dropped.
 fn confine(rel: &Path) -> Result<PathBuf> {
     let mut out = PathBuf::new();
@@ -194,30 +178,18 @@ fn confine(rel: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// The path cap-std should see: `.` for the root itself.
-fn as_arg(p: &Path) -> &Path {
-    if p.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        p
+/// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
+fn regular_file(f: std::fs::File, path: &Path) -> Result<std::fs::File> {
+    match sys::file_meta(&f) {
+        Ok(m) if m.is_file() => Ok(f),
+        Ok(_) => Err(Error::not_a_file(path)),
+        Err(e) => Err(Error::io("inspect", path, e)),
     }
 }
 
-/// `O_NONBLOCK` on Linux (x86, arm, aarch64, riscv): opening a fifo must not wait for a writer.
-/// It changes nothing for regular files, the only kind the doctor reads or locks.
-const O_NONBLOCK: i32 = 0o4000;
-
-pub(crate) fn nofollow_read() -> OpenOptions {
-    let mut o = OpenOptions::new();
-    o.read(true)
-        .follow(FollowSymlinks::No)
-        .custom_flags(O_NONBLOCK);
-    o
-}
-
-/// `renameat2(RENAME_NOREPLACE)` of one name in `from` to one name in `to`; `fallback` runs
-/// where the filesystem does not support the flag (`EINVAL`, as NFS and some FUSE servers
-/// answer).
+/// Renames one name in `from` to one name in `to`, never replacing what is there; `fallback`
+/// runs where the filesystem cannot rename without replacing (`RENAME_NOREPLACE` answered
+/// `EINVAL`, as NFS and some FUSE servers answer).
 fn rename_noreplace(
     from: &Dir,
     from_name: &std::ffi::OsStr,
@@ -225,63 +197,28 @@ fn rename_noreplace(
     to_name: &std::ffi::OsStr,
     fallback: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    match rustix::fs::renameat_with(
-        from,
-        from_name,
-        to,
-        to_name,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::INVAL) => fallback(),
-        Err(e) => Err(e.into()),
+    match from.rename_noreplace(from_name, to, to_name) {
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => fallback(),
+        r => r,
     }
 }
 
-/// Which mount an entry is on: its mount id where the kernel tells it (`statx`, so a bind
-/// mount of the same filesystem counts), else its device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Mount(u64, u64);
-
-/// The mount of an opened directory (see [`mount_of`]).
-fn mount_of_dir(dir: &Dir) -> std::io::Result<Mount> {
-    mount_of(dir, std::ffi::OsStr::new("."))
-}
-
-fn mount_of(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<Mount> {
-    let st = rustix::fs::statx(
-        dir,
-        name,
-        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-        rustix::fs::StatxFlags::MNT_ID | rustix::fs::StatxFlags::BASIC_STATS,
-    )?;
-    let dev = (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor);
-    let id = if st.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0 {
-        st.stx_mnt_id
-    } else {
-        0
-    };
-    Ok(Mount(dev, id))
-}
-
-/// Refuses an opened file that is not a regular file (a fifo, a device, a directory).
-fn regular_fd(fd: OwnedFd, path: &Path) -> Result<std::fs::File> {
-    let f = std::fs::File::from(fd);
-    match f.metadata() {
-        Ok(m) if m.is_file() => Ok(f),
-        Ok(_) => Err(Error::not_a_file(path)),
-        Err(e) => Err(Error::io("inspect", path, e)),
+/// The [`Stat`] of what a backend read.
+fn stat_of(m: &Meta) -> Stat {
+    Stat {
+        kind: m.kind,
+        len: m.len,
+        mtime: m.mtime,
+        owner: m.owner,
+        id: m.id,
+        mode: m.mode,
     }
 }
-
-/// Whether `openat2` is there to use (cleared on the first `ENOSYS`).
-static OPENAT2: AtomicBool = AtomicBool::new(true);
 
 impl Root {
     /// Opens `anchor` (which must be an existing directory) read-only.
     pub fn open(anchor: &Path) -> Result<Root> {
-        let dir = Dir::open_ambient_dir(anchor, ambient_authority())
-            .map_err(|e| Error::io("open directory", anchor, e))?;
+        let dir = Dir::open_ambient(anchor).map_err(|e| Error::io("open directory", anchor, e))?;
         let canonical = std::fs::canonicalize(anchor).unwrap_or_else(|_| anchor.to_path_buf());
         Ok(Root {
             dir,
@@ -309,63 +246,18 @@ impl Root {
         Error::io(op, &self.display_path(rel), e)
     }
 
-    /// Opens `p` beneath the root with `flags`, following no symlink on the way or at the end.
-    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` resolves it in one call; where the
-    /// kernel lacks it, the walk is one `O_NOFOLLOW | O_DIRECTORY` open per component from the
-    /// root's handle. Either way the result is the object found at that instant, and whatever
-    /// is done next is done to it.
-    fn open_beneath(&self, p: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
-        self.open_beneath_at(self.dir.as_fd(), p, flags, mode)
+    /// Opens the directory `p` beneath the root, following no symlink on the way or at the
+    /// end: in one call where the OS resolves beneath a handle (`openat2` on Linux), else one
+    /// component at a time from the root's handle, each opened without following a link.
+    /// Either way the result is the object found at that instant, and whatever is done next is
+    /// done to it.
+    fn open_beneath_dir(&self, p: &Path) -> std::io::Result<Dir> {
+        self.dir.open_beneath_dir(p)
     }
 
-    /// [`Root::open_beneath`] from `base`, a directory beneath the root held open.
-    fn open_beneath_at(
-        &self,
-        base: BorrowedFd<'_>,
-        p: &Path,
-        flags: OFlags,
-        mode: Mode,
-    ) -> std::io::Result<OwnedFd> {
-        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-        // `openat2` refuses a mode where nothing is created.
-        let mode = if flags.contains(OFlags::CREATE) {
-            mode
-        } else {
-            Mode::empty()
-        };
-        if OPENAT2.load(Ordering::Relaxed) {
-            let how =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            // `EAGAIN`: a rename or mount elsewhere raced the lookup; the kernel asks to retry.
-            for _ in 0..16 {
-                match rustix::fs::openat2(base, as_arg(p), flags, mode, how) {
-                    Err(Errno::AGAIN) => continue,
-                    Err(Errno::NOSYS) => {
-                        OPENAT2.store(false, Ordering::Relaxed);
-                        break;
-                    }
-                    r => return r.map_err(Into::into),
-                }
-            }
-            if OPENAT2.load(Ordering::Relaxed) {
-                return Err(Errno::AGAIN.into());
-            }
-        }
-        let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-        let mut parts: Vec<&std::ffi::OsStr> = p.components().map(|c| c.as_os_str()).collect();
-        let last = parts.pop().unwrap_or(std::ffi::OsStr::new("."));
-        let mut at: Option<OwnedFd> = None;
-        for part in parts {
-            let next = match &at {
-                Some(d) => rustix::fs::openat(d, part, dir_flags, Mode::empty()),
-                None => rustix::fs::openat(base, part, dir_flags, Mode::empty()),
-            }?;
-            at = Some(next);
-        }
-        Ok(match &at {
-            Some(d) => rustix::fs::openat(d, last, flags, mode),
-            None => rustix::fs::openat(base, last, flags, mode),
-        }?)
+    /// [`Root::open_beneath_dir`] for the file `p`, opened as `opts` says.
+    fn open_beneath_file(&self, p: &Path, opts: &FileOpts) -> std::io::Result<std::fs::File> {
+        self.dir.open_beneath_file(p, opts)
     }
 
     /// The error for a failed open of `p`: a symlink on the way is named as such (a second
@@ -373,9 +265,8 @@ impl Root {
     /// `whole`: the path names a directory, so a symlink as its last component is one on the
     /// way too (the kernel says `ENOTDIR` for it, not `ELOOP`).
     fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error, whole: bool) -> Error {
-        let errno = e.raw_os_error();
-        let maybe_link = errno == Some(Errno::LOOP.raw_os_error())
-            || (whole && errno == Some(Errno::NOTDIR.raw_os_error()));
+        let maybe_link =
+            sys::is_link_error(&e) || (whole && e.kind() == std::io::ErrorKind::NotADirectory);
         if maybe_link {
             let mut prefix = PathBuf::new();
             let parts: Vec<_> = p.components().collect();
@@ -386,10 +277,9 @@ impl Root {
             };
             for part in parts.iter().take(upto) {
                 prefix.push(part);
-                if self
-                    .dir
-                    .symlink_metadata(&prefix)
-                    .is_ok_and(|m| m.file_type().is_symlink())
+                if sys::walk_parent(&self.dir, &prefix)
+                    .and_then(|(d, n)| d.stat(&n))
+                    .is_ok_and(|m| m.kind == EntryKind::Symlink)
                 {
                     return Error::SymlinkInPath {
                         path: self.display_path(&prefix),
@@ -402,10 +292,8 @@ impl Root {
 
     /// The directory at `p` (the root itself when `p` is empty), with no symlink followed.
     fn open_dir(&self, p: &Path, op: &'static str) -> Result<Dir> {
-        let fd = self
-            .open_beneath(p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-            .map_err(|e| self.open_error(op, p, e, true))?;
-        Ok(Dir::from_std_file(std::fs::File::from(fd)))
+        self.open_beneath_dir(p)
+            .map_err(|e| self.open_error(op, p, e, true))
     }
 
     /// The directory holding `p`, opened beneath the root with no symlink followed, and `p`'s
@@ -418,21 +306,16 @@ impl Root {
     }
 
     /// The regular file at `p`, opened for reading (never blocking, no symlink followed).
-    fn open_regular(&self, p: &Path, op: &'static str) -> Result<cap_std::fs::File> {
+    fn open_regular(&self, p: &Path, op: &'static str) -> Result<std::fs::File> {
         self.open_regular_meta(p, op).map(|(f, _)| f)
     }
 
     /// [`Root::open_regular`], with the metadata it checked.
-    fn open_regular_meta(
-        &self,
-        p: &Path,
-        op: &'static str,
-    ) -> Result<(cap_std::fs::File, cap_std::fs::Metadata)> {
-        let fd = self
-            .open_beneath(p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+    fn open_regular_meta(&self, p: &Path, op: &'static str) -> Result<(std::fs::File, Meta)> {
+        let f = self
+            .open_beneath_file(p, &FileOpts::read())
             .map_err(|e| self.open_error(op, p, e, false))?;
-        let f = cap_std::fs::File::from_std(std::fs::File::from(fd));
-        let m = f.metadata().map_err(|e| self.err(op, p, e))?;
+        let m = sys::file_meta(&f).map_err(|e| self.err(op, p, e))?;
         if !m.is_file() {
             return Err(Error::not_a_file(&self.display_path(p)));
         }
@@ -445,8 +328,7 @@ impl Root {
     /// not read, so the result is the file as it was at that instant, for the cost of one
     /// `read` call. A file that reports no size (as some special filesystems do) is read to
     /// its end.
-    fn read_opened(&self, f: cap_std::fs::File, len: u64, p: &Path) -> Result<Vec<u8>> {
-        let mut f = f.into_std();
+    fn read_opened(&self, mut f: std::fs::File, len: u64, p: &Path) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         if len == 0 {
             f.read_to_end(&mut buf)
@@ -474,14 +356,14 @@ impl Root {
         &self,
         parent: &Dir,
         name: &std::ffi::OsStr,
-        seen: &cap_std::fs::Metadata,
+        seen: &Meta,
         at: &Path,
     ) -> Result<Dir> {
         let dir = parent
-            .open_dir_nofollow(name)
+            .open_dir(name)
             .map_err(|e| self.err("open directory", at, e))?;
-        let now = dir.dir_metadata().map_err(|e| self.err("inspect", at, e))?;
-        if (now.dev(), now.ino()) != (seen.dev(), seen.ino()) {
+        let now = dir.stat_self().map_err(|e| self.err("inspect", at, e))?;
+        if now.id != seen.id {
             return Err(self.err(
                 "open directory",
                 at,
@@ -502,7 +384,7 @@ impl Root {
         }
         let (parent, name) = self.parent_handle(p)?;
         let meta = parent
-            .symlink_metadata(&name)
+            .stat(&name)
             .map_err(|e| self.err("list directory", p, e))?;
         if !meta.is_dir() {
             return Err(self.err(
@@ -515,14 +397,12 @@ impl Root {
     }
 
     pub(crate) fn sorted_names(&self, dir: &Dir, at: &Path) -> Result<Vec<OsString>> {
-        let mut names = Vec::new();
-        for ent in dir
+        let mut names: Vec<OsString> = dir
             .entries()
             .map_err(|e| self.err("list directory", at, e))?
-        {
-            let ent = ent.map_err(|e| self.err("list directory", at, e))?;
-            names.push(ent.file_name());
-        }
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
         // Popped from the back: entries go in name order.
         names.sort_by(|a, b| b.cmp(a));
         Ok(names)
@@ -539,15 +419,13 @@ impl Root {
     /// [`Root::list`] refuses.
     pub fn hold_dir(&self, rel: &Path) -> Result<HeldDir<'_>> {
         let p = confine(rel)?;
-        let fd = self
-            .open_beneath(&p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+        let dir = self
+            .open_beneath_dir(&p)
             .map_err(|e| self.open_error("list directory", &p, e, true))?;
-        let dir = rustix::fs::Dir::new(fd).map_err(|e| self.err("list directory", &p, e.into()))?;
         Ok(HeldDir {
             root: self,
             dir,
             rel: p,
-            listed: false,
         })
     }
 
@@ -563,28 +441,17 @@ impl Root {
             )
         };
         let meta = if p.as_os_str().is_empty() {
-            self.dir.dir_metadata()
+            self.dir.stat_self()
         } else {
             let (parent, name) = match self.parent_handle(&p) {
                 Ok(h) => h,
                 Err(Error::Io { source, .. }) if absent(&source) => return Ok(None),
                 Err(e) => return Err(e),
             };
-            parent.symlink_metadata(&name)
+            parent.stat(&name)
         };
         match meta {
-            Ok(m) => Ok(Some(Stat {
-                kind: kind_of(m.file_type()),
-                len: m.len(),
-                mtime: m
-                    .modified()
-                    .ok()
-                    .map(|t| unix_secs(t.into_std()))
-                    .unwrap_or(0),
-                owner: Owner::uid(m.uid()),
-                id: FileId::from_parts(m.dev(), m.ino()),
-                mode: m.mode(),
-            })),
+            Ok(m) => Ok(Some(stat_of(&m))),
             Err(e) if absent(&e) => Ok(None),
             Err(e) => Err(self.err("inspect", &p, e)),
         }
@@ -598,8 +465,12 @@ impl Root {
             return Err(Error::escape(rel));
         }
         let (parent, name) = self.parent_handle(&p)?;
-        let here = mount_of(&parent, &name).map_err(|e| self.err("inspect", &p, e))?;
-        let above = mount_of_dir(&parent).map_err(|e| self.err("inspect", &p, e))?;
+        let here = parent
+            .mount(&name)
+            .map_err(|e| self.err("inspect", &p, e))?;
+        let above = parent
+            .mount_self()
+            .map_err(|e| self.err("inspect", &p, e))?;
         Ok(here != above)
     }
 
@@ -607,7 +478,7 @@ impl Root {
     pub fn read(&self, rel: &Path) -> Result<Vec<u8>> {
         let p = confine(rel)?;
         let (f, m) = self.open_regular_meta(&p, "read")?;
-        self.read_opened(f, m.len(), &p)
+        self.read_opened(f, m.len, &p)
     }
 
     /// Reads one of the doctor's own record files (a manifest, the receipts, `last.json`, a
@@ -616,12 +487,12 @@ impl Root {
     pub fn read_record(&self, rel: &Path) -> Result<Vec<u8>> {
         let p = confine(rel)?;
         let (f, m) = self.open_regular_meta(&p, "read")?;
-        if m.nlink() > 1 {
+        if m.nlink > 1 {
             return Err(Error::HardLinked {
                 path: self.display_path(&p),
             });
         }
-        self.read_opened(f, m.len(), &p)
+        self.read_opened(f, m.len, &p)
     }
 
     /// Size and SHA-256 of a regular file, streamed.
@@ -663,7 +534,7 @@ impl Root {
         let p = confine(rel)?;
         let (parent, name) = self.parent_handle(&p)?;
         parent
-            .read_link_contents(&name)
+            .read_link(&name)
             .map_err(|e| self.err("read link", &p, e))
     }
 
@@ -671,8 +542,8 @@ impl Root {
     /// a lock taken for the probe is released before returning.
     pub fn probe_lock(&self, rel: &Path) -> Result<LockProbe> {
         let p = confine(rel)?;
-        let file = match self.open_beneath(&p, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()) {
-            Ok(f) => regular_fd(f, &self.display_path(&p))?,
+        let file = match self.open_beneath_file(&p, &FileOpts::read()) {
+            Ok(f) => regular_file(f, &self.display_path(&p))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
             Err(e) => return Err(self.open_error("probe lock", &p, e, false)),
         };
@@ -684,10 +555,8 @@ impl Root {
 /// component each, opened relative to the held handle with no symlink followed.
 pub struct HeldDir<'r> {
     root: &'r Root,
-    dir: rustix::fs::Dir,
+    dir: Dir,
     rel: PathBuf,
-    /// Whether the stream was read: a second listing starts it again.
-    listed: bool,
 }
 
 impl std::fmt::Debug for HeldDir<'_> {
@@ -702,11 +571,6 @@ impl HeldDir<'_> {
         &self.rel
     }
 
-    fn fd(&self) -> BorrowedFd<'_> {
-        // `Dir::fd` cannot fail on Linux: it borrows the descriptor the stream reads.
-        self.dir.fd().expect("a held directory has a descriptor")
-    }
-
     /// `name` as one component, or the escape error naming it.
     fn child(&self, name: &std::ffi::OsStr) -> Result<PathBuf> {
         let mut comps = Path::new(name).components();
@@ -719,44 +583,13 @@ impl HeldDir<'_> {
     /// The entries, sorted by name, as [`Root::list`] gives them. Lists from the start each
     /// time.
     pub fn list(&mut self) -> Result<Vec<Entry>> {
-        use std::os::unix::ffi::OsStringExt;
-        if self.listed {
-            self.dir.rewind();
-        }
-        self.listed = true;
-        let mut out = Vec::new();
-        while let Some(ent) = self.dir.read() {
-            let ent = ent.map_err(|e| self.root.err("list directory", &self.rel, e.into()))?;
-            let name = ent.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let kind = match ent.file_type() {
-                rustix::fs::FileType::Directory => EntryKind::Dir,
-                rustix::fs::FileType::RegularFile => EntryKind::File,
-                rustix::fs::FileType::Symlink => EntryKind::Symlink,
-                // A filesystem that does not fill `d_type`: ask for the entry's own mode.
-                rustix::fs::FileType::Unknown => {
-                    let st = rustix::fs::statat(
-                        self.fd(),
-                        ent.file_name(),
-                        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                    )
-                    .map_err(|e| self.root.err("list directory", &self.rel, e.into()))?;
-                    match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-                        rustix::fs::FileType::Directory => EntryKind::Dir,
-                        rustix::fs::FileType::RegularFile => EntryKind::File,
-                        rustix::fs::FileType::Symlink => EntryKind::Symlink,
-                        _ => EntryKind::Other,
-                    }
-                }
-                _ => EntryKind::Other,
-            };
-            out.push(Entry {
-                name: OsString::from_vec(name.to_vec()),
-                kind,
-            });
-        }
+        let mut out: Vec<Entry> = self
+            .dir
+            .entries()
+            .map_err(|e| self.root.err("list directory", &self.rel, e))?
+            .into_iter()
+            .map(|(name, kind)| Entry { name, kind })
+            .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -764,33 +597,22 @@ impl HeldDir<'_> {
     /// Reads the whole regular file `name` of this directory, as [`Root::read`] reads.
     pub fn read(&self, name: &std::ffi::OsStr) -> Result<Vec<u8>> {
         let p = self.child(name)?;
-        let fd = self
-            .root
-            .open_beneath_at(
-                self.fd(),
-                Path::new(name),
-                OFlags::RDONLY | OFlags::NONBLOCK,
-                Mode::empty(),
-            )
+        let f = self
+            .dir
+            .open_file(name, &FileOpts::read())
             .map_err(|e| self.root.open_error("read", &p, e, false))?;
-        let f = cap_std::fs::File::from_std(std::fs::File::from(fd));
-        let m = f.metadata().map_err(|e| self.root.err("read", &p, e))?;
+        let m = sys::file_meta(&f).map_err(|e| self.root.err("read", &p, e))?;
         if !m.is_file() {
             return Err(Error::not_a_file(&self.root.display_path(&p)));
         }
-        self.root.read_opened(f, m.len(), &p)
+        self.root.read_opened(f, m.len, &p)
     }
 
     /// [`Root::probe_lock`] of the file `name` of this directory.
     pub fn probe_lock(&self, name: &std::ffi::OsStr) -> Result<LockProbe> {
         let p = self.child(name)?;
-        let fd = match self.root.open_beneath_at(
-            self.fd(),
-            Path::new(name),
-            OFlags::RDONLY | OFlags::NONBLOCK,
-            Mode::empty(),
-        ) {
-            Ok(f) => regular_fd(f, &self.root.display_path(&p))?,
+        let fd = match self.dir.open_file(name, &FileOpts::read()) {
+            Ok(f) => regular_file(f, &self.root.display_path(&p))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockProbe::Missing),
             Err(e) => return Err(self.root.open_error("probe lock", &p, e, false)),
         };
@@ -824,7 +646,7 @@ impl WritableRoot {
         for part in p.components() {
             at.push(part);
             let name = part.as_os_str();
-            let opened = match dir.open_dir_nofollow(name) {
+            let opened = match dir.open_dir(name) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     match fault::mutation("create directory", &at, || dir.create_dir(name)) {
                         Ok(()) => {}
@@ -832,16 +654,14 @@ impl WritableRoot {
                         // Named as asked: the directory the caller needed.
                         Err(e) => return Err(self.err("create directory", p, e)),
                     }
-                    dir.open_dir_nofollow(name)
+                    dir.open_dir(name)
                 }
                 r => r,
             };
             dir = match opened {
                 Ok(d) => d,
                 Err(e) => {
-                    let is_link = dir
-                        .symlink_metadata(name)
-                        .is_ok_and(|m| m.file_type().is_symlink());
+                    let is_link = dir.stat(name).is_ok_and(|m| m.kind == EntryKind::Symlink);
                     return Err(if is_link {
                         Error::SymlinkInPath {
                             path: self.display_path(&at),
@@ -857,15 +677,7 @@ impl WritableRoot {
 
     /// fsyncs the held directory `dir` (at `p`): one counted mutation.
     fn sync_dir(&self, dir: &Dir, p: &Path) -> Result<()> {
-        // The handle may be an `O_PATH` one, which cannot be synced: `.` is opened from it.
-        let fd = rustix::fs::openat(
-            dir,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| self.err("open directory", p, e.into()))?;
-        fault::mutation("sync directory", p, || Ok(rustix::fs::fsync(&fd)?))
+        fault::mutation("sync directory", p, || dir.sync())
             .map_err(|e| self.err("sync directory", p, e))
     }
 
@@ -917,26 +729,23 @@ impl WritableRoot {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let tmp_name = temp::name(&name, std::process::id(), n);
         let tmp = parent.join(&tmp_name);
-        let mut opts = OpenOptions::new();
-        opts.write(true)
-            .create_new(true)
-            .follow(FollowSymlinks::No)
-            .mode(exact.unwrap_or(0o644));
+        let opts = FileOpts {
+            write: true,
+            create_new: true,
+            mode: exact.unwrap_or(0o644),
+            ..FileOpts::default()
+        };
         // Set once the temporary file is ours: only then is it removed on failure (a file
         // already at that name is someone else's).
         let mut created = false;
         let result = (|| {
-            let mut f = fault::mutation("create", &tmp, || dir.open_with(&tmp_name, &opts))
+            let mut f = fault::mutation("create", &tmp, || dir.open_file(&tmp_name, &opts))
                 .map_err(|e| self.err("create", &tmp, e))?;
             created = true;
             if let Some(mode) = exact {
                 // The umask may have cleared bits of `mode`; the file gets exactly `mode`.
-                fault::mutation("set permissions of", &tmp, || {
-                    f.set_permissions(cap_std::fs::Permissions::from_std(
-                        std::os::unix::fs::PermissionsExt::from_mode(mode),
-                    ))
-                })
-                .map_err(|e| self.err("set permissions of", &tmp, e))?;
+                fault::mutation("set permissions of", &tmp, || sys::set_mode(&f, mode))
+                    .map_err(|e| self.err("set permissions of", &tmp, e))?;
             }
             fault::mutation("write", &tmp, || f.write_all(bytes))
                 .map_err(|e| self.err("write", &tmp, e))?;
@@ -945,7 +754,7 @@ impl WritableRoot {
             drop(f);
             if replace {
                 return fault::mutation("rename into place", &p, || {
-                    dir.rename(&tmp_name, &dir, &name)
+                    dir.rename_replace(&tmp_name, &dir, &name)
                 })
                 .map_err(|e| self.err("rename into place", &p, e));
             }
@@ -953,14 +762,7 @@ impl WritableRoot {
                 rename_noreplace(&dir, &tmp_name, &dir, &name, || {
                     // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also fails on
                     // an existing name; then the temporary name goes.
-                    rustix::fs::linkat(
-                        &dir,
-                        tmp_name.as_os_str(),
-                        &dir,
-                        name.as_os_str(),
-                        rustix::fs::AtFlags::empty(),
-                    )
-                    .map_err(std::io::Error::from)?;
+                    dir.hard_link(&tmp_name, &dir, &name)?;
                     fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
                 })
             })
@@ -996,13 +798,16 @@ impl WritableRoot {
     pub fn append(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
         let p = confine(rel)?;
         let mut f = self.open_log(&p, true)?;
-        let torn = match f.metadata().map_err(|e| self.err("append", &p, e))?.len() {
+        let torn = match sys::file_meta(&f)
+            .map_err(|e| self.err("append", &p, e))?
+            .len
+        {
             0 => false,
             len => {
                 let mut last = [0u8; 1];
-                std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, len - 1)
-                    .map_err(|e| self.err("append", &p, e))?;
-                last[0] != b'\n'
+                let n =
+                    sys::read_at(&f, &mut last, len - 1).map_err(|e| self.err("append", &p, e))?;
+                n == 1 && last[0] != b'\n'
             }
         };
         let line: std::borrow::Cow<'_, [u8]> = if torn {
@@ -1039,26 +844,25 @@ impl WritableRoot {
         } else {
             self.open_dir(parent, "open directory")?
         };
-        let mut opts = OpenOptions::new();
-        opts.read(true)
-            .append(true)
-            .create(create)
-            .follow(FollowSymlinks::No)
-            .custom_flags(O_NONBLOCK)
-            .mode(0o644);
+        let opts = FileOpts {
+            append: true,
+            create,
+            mode: 0o644,
+            ..FileOpts::default()
+        };
         let f = dir
-            .open_with(name, &opts)
+            .open_file(name, &opts)
             .map_err(|e| self.err("append", p, e))?;
-        let meta = f.metadata().map_err(|e| self.err("append", p, e))?;
+        let meta = sys::file_meta(&f).map_err(|e| self.err("append", p, e))?;
         if !meta.is_file() {
             return Err(Error::not_a_file(&self.display_path(p)));
         }
-        if meta.nlink() > 1 {
+        if meta.nlink > 1 {
             return Err(Error::HardLinked {
                 path: self.display_path(p),
             });
         }
-        Ok(f.into_std())
+        Ok(f)
     }
 
     /// The one move seam: renames `from` to `to` (both beneath the root). Refuses when `to`
@@ -1076,7 +880,7 @@ impl WritableRoot {
         let to_dir = self.dir_all(to_parent)?;
         // Early and clear; `RENAME_NOREPLACE` below is the guard (and, where a filesystem
         // lacks it, this check is).
-        match to_dir.symlink_metadata(to_name) {
+        match to_dir.stat(to_name) {
             Ok(_) => return Err(Error::occupied(&self.display_path(&t))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(self.err("inspect", &t, e)),
@@ -1084,7 +888,7 @@ impl WritableRoot {
         fault::mutation("move", &f, || {
             rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
                 // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
-                from_dir.rename(&from_name, &to_dir, to_name)
+                from_dir.rename_replace(&from_name, &to_dir, to_name)
             })
         })
         .map_err(|e| {
@@ -1106,7 +910,7 @@ impl WritableRoot {
     pub fn remove_file(&self, rel: &Path) -> Result<u64> {
         let p = confine(rel)?;
         let (parent, name) = self.parent_handle(&p)?;
-        let meta = match parent.symlink_metadata(&name) {
+        let meta = match parent.stat(&name) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(self.err("inspect", &p, e)),
@@ -1116,7 +920,7 @@ impl WritableRoot {
         }
         fault::mutation("delete", &p, || parent.remove_file(&name))
             .map_err(|e| self.err("delete", &p, e))?;
-        Ok(meta.len())
+        Ok(meta.len)
     }
 
     /// The one delete seam: removes the tree at `rel` (a directory, file or symlink) without
@@ -1137,7 +941,7 @@ impl WritableRoot {
             return Err(Error::escape(rel));
         }
         let (parent, name) = self.parent_handle(&p)?;
-        let meta = match parent.symlink_metadata(&name) {
+        let meta = match parent.stat(&name) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(self.err("inspect", &p, e)),
@@ -1145,10 +949,14 @@ impl WritableRoot {
         if !meta.is_dir() {
             fault::mutation("delete", &p, || parent.remove_file(&name))
                 .map_err(|e| self.err("delete", &p, e))?;
-            return Ok(if meta.is_file() { meta.len() } else { 0 });
+            return Ok(if meta.is_file() { meta.len } else { 0 });
         }
-        let mount = mount_of(&parent, &name).map_err(|e| self.err("inspect", &p, e))?;
-        let parent_mount = mount_of_dir(&parent).map_err(|e| self.err("inspect", &p, e))?;
+        let mount = parent
+            .mount(&name)
+            .map_err(|e| self.err("inspect", &p, e))?;
+        let parent_mount = parent
+            .mount_self()
+            .map_err(|e| self.err("inspect", &p, e))?;
         if mount != parent_mount {
             return Err(self.err(
                 "delete",
@@ -1165,7 +973,7 @@ impl WritableRoot {
 
     /// Empties the directory `top` (at `at`), depth first, with an explicit stack of held
     /// handles (no recursion: any depth fits).
-    fn remove_contents(&self, top: Dir, at: &Path, mount: Mount) -> Result<u64> {
+    fn remove_contents(&self, top: Dir, at: &Path, mount: MountId) -> Result<u64> {
         struct Frame {
             dir: Dir,
             at: PathBuf,
@@ -1193,14 +1001,16 @@ impl WritableRoot {
                 continue;
             };
             let child = frame.at.join(&name);
-            let meta = match frame.dir.symlink_metadata(&name) {
+            let meta = match frame.dir.stat(&name) {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(self.err("inspect", &child, e)),
             };
             if meta.is_dir() {
-                let here =
-                    mount_of(&frame.dir, &name).map_err(|e| self.err("inspect", &child, e))?;
+                let here = frame
+                    .dir
+                    .mount(&name)
+                    .map_err(|e| self.err("inspect", &child, e))?;
                 if here != mount {
                     return Err(self.err(
                         "delete",
@@ -1220,7 +1030,7 @@ impl WritableRoot {
                 fault::mutation("delete", &child, || frame.dir.remove_file(&name))
                     .map_err(|e| self.err("delete", &child, e))?;
                 if meta.is_file() {
-                    freed += meta.len();
+                    freed += meta.len;
                 }
             }
         }
@@ -1243,14 +1053,15 @@ impl WritableRoot {
     /// is set. `Ok(None)`: it does not exist (only when not asked to create it).
     pub fn open_lock_file(&self, rel: &Path, create: bool, mode: u32) -> Result<Option<LockFile>> {
         let p = confine(rel)?;
-        let flags = if create {
-            OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK
-        } else {
-            OFlags::RDONLY | OFlags::NONBLOCK
+        let opts = FileOpts {
+            write: create,
+            create,
+            mode,
+            ..FileOpts::default()
         };
-        match self.open_beneath(&p, flags, Mode::from_bits_truncate(mode)) {
+        match self.open_beneath_file(&p, &opts) {
             Ok(f) => Ok(Some(LockFile {
-                file: regular_fd(f, &self.display_path(&p))?,
+                file: regular_file(f, &self.display_path(&p))?,
                 path: self.display_path(&p),
             })),
             Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -1265,13 +1076,6 @@ impl WritableRoot {
             Some(f) => f.try_lock(),
             None => Ok(TryLock::Missing),
         }
-    }
-}
-
-fn unix_secs(t: std::time::SystemTime) -> i64 {
-    match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
     }
 }
 

@@ -1,7 +1,10 @@
-//! Advisory `flock` locks: probing another process's lock and holding our own.
+//! The app's exclusive locks (`flock` on Unix; `LockFileEx` on the app's byte range on
+//! Windows, platforms.md §8.11): probing another process's lock and holding our own.
 
-use std::fs::{File, TryLockError};
+use std::fs::File;
 use std::io;
+
+use crate::sys;
 
 /// What a non-destructive lock probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,24 +28,16 @@ pub enum TryLock {
     Missing,
 }
 
-/// A held exclusive `flock`; released (and the descriptor closed) on drop.
+/// A held exclusive lock; released (and the descriptor closed) on drop.
 #[derive(Debug)]
 pub struct LockGuard {
-    file: File,
+    pub(crate) file: File,
 }
 
 impl LockGuard {
     /// Device and inode of the locked file, to check it is still the file at its path.
     pub fn identity(&self) -> io::Result<crate::FileId> {
-        use std::os::unix::fs::MetadataExt;
-        let m = self.file.metadata()?;
-        Ok(crate::FileId::from_parts(m.dev(), m.ino()))
-    }
-}
-
-impl std::os::fd::AsFd for LockGuard {
-    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.file.as_fd()
+        Ok(sys::file_meta(&self.file)?.id)
     }
 }
 
@@ -53,18 +48,16 @@ impl std::os::fd::AsFd for LockGuard {
 /// "in use by another process".
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let _ = self.file.unlock();
+        let _ = sys::unlock(&self.file);
     }
 }
 
 pub(crate) fn probe(file: &File) -> io::Result<LockProbe> {
-    match file.try_lock() {
-        Ok(()) => {
-            file.unlock()?;
-            Ok(LockProbe::Free)
-        }
-        Err(TryLockError::WouldBlock) => Ok(LockProbe::Held),
-        Err(TryLockError::Error(e)) => Err(e),
+    if sys::try_lock(file)? {
+        sys::unlock(file)?;
+        Ok(LockProbe::Free)
+    } else {
+        Ok(LockProbe::Held)
     }
 }
 
@@ -76,12 +69,12 @@ pub struct LockFile {
 }
 
 impl LockFile {
-    /// Takes the exclusive `flock` without blocking.
+    /// Takes the exclusive lock without blocking.
     pub fn try_lock(self) -> crate::Result<TryLock> {
-        match self.file.try_lock() {
-            Ok(()) => Ok(TryLock::Acquired(LockGuard { file: self.file })),
-            Err(TryLockError::WouldBlock) => Ok(TryLock::Held),
-            Err(TryLockError::Error(e)) => Err(crate::Error::io("lock", &self.path, e)),
+        match sys::try_lock(&self.file) {
+            Ok(true) => Ok(TryLock::Acquired(LockGuard { file: self.file })),
+            Ok(false) => Ok(TryLock::Held),
+            Err(e) => Err(crate::Error::io("lock", &self.path, e)),
         }
     }
 }

@@ -29,15 +29,12 @@ pub fn is_own(name: &str) -> bool {
     parts(name).is_some_and(|(_, pid, _)| pid == std::process::id())
 }
 
-/// Whether the process that wrote a temporary file is still alive (`/proc/<pid>` exists): its
-/// write may be in flight, so the file is not an interrupted one. A name that is no temporary
-/// file's is not alive. A process id reused by another process keeps the file, which is safe.
+/// Whether the process that wrote a temporary file is still alive (its process id names a
+/// running process; where that cannot be told, it is taken as alive): its write may be in
+/// flight, so the file is not an interrupted one. A name that is no temporary file's is not
+/// alive. A process id reused by another process keeps the file, which is safe.
 pub fn writer_alive(name: &str) -> bool {
-    parts(name).is_some_and(|(_, pid, _)| {
-        std::path::Path::new(&format!("/proc/{pid}"))
-            .try_exists()
-            .unwrap_or(true)
-    })
+    parts(name).is_some_and(|(_, pid, _)| crate::sys::process_alive(pid).unwrap_or(true))
 }
 
 /// Target, pid and counter of a temporary file's name.
