@@ -297,7 +297,7 @@ pub fn build_recovered(
     let Some(r) = rebuild(&records, thread)? else {
         return Ok(None);
     };
-    let canonical = root.canonical_anchor().join(store);
+    let canonical = crate::relpath::native(root.canonical_anchor(), store);
     let scope = execution_scope(&owner, &canonical);
     let t = &r.thread;
     let latest = r

@@ -595,7 +595,7 @@ impl Sim {
     /// The binding of the documents of `s`: the store's absolute canonical path and its
     /// execution scope (SHA-256 of the owner id, a zero byte, `<store>/events.lock`).
     fn binding(&self, s: &Session) -> Value {
-        let data_dir = self.canonical.join(s.store());
+        let data_dir = store::relpath::native(&self.canonical, &s.store());
         let mut scope = s.owner_id.as_bytes().to_vec();
         scope.push(0);
         scope.extend_from_slice(data_dir.join("events.lock").as_os_str().as_encoded_bytes());
