@@ -281,6 +281,7 @@ impl ProcessRefs {
             .map(|why| format!("{NOT_KNOWN_UNUSED}{why}"))
     }
 
+    #[cfg(target_os = "linux")]
     fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
         self.paths.entry(unicode(path)).or_insert((pid, via));
     }
