@@ -29,7 +29,8 @@ mod error;
 mod fault;
 mod lock;
 mod problem;
-#[cfg(unix)]
+// Linux's liveness backend (`engine::liveness::Liveness`): `/proc` exists there only.
+#[cfg(target_os = "linux")]
 pub mod procfs;
 mod sys;
 pub mod temp;

@@ -35,5 +35,6 @@ mod real_go;
 mod restore_purge;
 mod run_ids;
 mod schemas;
+mod sessions_dir;
 mod store_moves;
 mod torn_logs;
