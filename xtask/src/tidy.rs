@@ -1,8 +1,11 @@
 //! `cargo xtask tidy`: the check of the source tree that neither the compiler nor clippy
 //! makes, also run by plain `cargo test` (`workspace_is_tidy`): every `.rs` file of the
 //! workspace (outside `target/` and `fuzz/target/`) starts with a `//!` line saying what it
-//! owns. Where the filesystem, the clock and the environment may be touched is clippy's to
-//! enforce (`clippy.toml`), and the crates' dependency directions are `layers.rs`'s.
+//! owns, no file but those in [`UNSAFE_ALLOWED`] lifts the `unsafe_code` lint (the
+//! workspace forbids it; fsroot, whose Windows backend needs it, denies it), and no product
+//! code names an OS module or crate outside `fsroot`'s backends ([`os_code`]). Where the
+//! filesystem, the clock and the environment may be touched is clippy's to enforce
+//! (`clippy.toml`), and the crates' dependency directions are `layers.rs`'s.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,16 @@ impl fmt::Display for Violation {
         write!(f, "{}:{}: {}", self.path, self.line, self.message)
     }
 }
+
+/// The files that may lift the `unsafe_code` lint: fsroot's Windows backend, the one module
+/// making raw system calls (docs/ARCHITECTURE.md).
+pub const UNSAFE_ALLOWED: &[&str] = &["crates/fsroot/src/sys/windows.rs"];
+
+/// The attribute texts that lift the lint (written split, so this file does not match).
+const UNSAFE_LIFTS: [&str; 2] = [
+    concat!("allow", "(unsafe_code)"),
+    concat!("expect", "(unsafe_code)"),
+];
 
 /// Runs the checks on the workspace at `root` and prints what they find.
 pub fn run(root: &Path) -> Result<(), Failure> {
@@ -78,7 +91,118 @@ pub fn check_file(rel: &str, src: &str) -> Vec<Violation> {
             message: "does not start with a `//!` line saying what the module owns".into(),
         });
     }
+    if !UNSAFE_ALLOWED.contains(&rel) {
+        for (i, line) in src.lines().enumerate() {
+            let squashed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            if UNSAFE_LIFTS.iter().any(|l| squashed.contains(l)) {
+                found.push(Violation {
+                    path: rel.to_owned(),
+                    line: i + 1,
+                    message: "lifts the `unsafe_code` lint, which only tidy's UNSAFE_ALLOWED may"
+                        .into(),
+                });
+            }
+        }
+    }
+    found.extend(os_code(rel, src));
     found
+}
+
+/// The OS modules and crates that only `fsroot`'s backends use: `std::os::unix`,
+/// `std::os::windows`, `std::os::fd`, `rustix`, `libc`, `windows_sys`.
+pub const OS_NAMES: &[&str] = &[
+    "std::os::unix",
+    "std::os::windows",
+    "std::os::fd",
+    "rustix",
+    "libc",
+    "windows_sys",
+];
+
+/// Where [`OS_NAMES`] may appear: `fsroot`'s per-OS backends (`crates/fsroot/src/sys/`), its
+/// Linux liveness backend (`crates/fsroot/src/procfs.rs`), and test code: every file under a
+/// `tests/` directory and in `crates/test-support/`.
+pub fn may_name_the_os(rel: &str) -> bool {
+    rel.starts_with("crates/fsroot/src/sys/")
+        || rel == "crates/fsroot/src/procfs.rs"
+        || rel.starts_with("crates/test-support/")
+        || rel.starts_with("tests/")
+        || rel.contains("/tests/")
+}
+
+/// Whether `line` opens a file's test module: `#[cfg(test)]` or `#[cfg(all(test, ...))]`.
+fn opens_tests(line: &str) -> bool {
+    let l = line.trim();
+    l == "#[cfg(test)]" || l.starts_with("#[cfg(all(test,")
+}
+
+/// The lines of `src` that name an OS module or crate ([`OS_NAMES`]) in code, in a file that
+/// may not ([`may_name_the_os`]). A file's test module, from the line that opens it
+/// ([`opens_tests`]) to the end of the file (tests come last), may; so may comments.
+pub fn os_code(rel: &str, src: &str) -> Vec<Violation> {
+    if may_name_the_os(rel) {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        if opens_tests(line) {
+            break;
+        }
+        let code = code_of(line);
+        if let Some(name) = OS_NAMES.iter().find(|n| names(&code, n)) {
+            found.push(Violation {
+                path: rel.to_owned(),
+                line: i + 1,
+                message: format!(
+                    "`{name}` outside fsroot's OS backends (crates/fsroot/src/sys/): product \
+                     code stays portable (docs/ARCHITECTURE.md, \"One filesystem layer, one \
+                     backend per OS\")"
+                ),
+            });
+        }
+    }
+    found
+}
+
+/// `line` without its comment and the text of its string literals (the quotes kept): the
+/// names it holds in code.
+fn code_of(line: &str) -> String {
+    let mut out = String::new();
+    let (mut in_string, mut escaped) = (false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => {
+                    in_string = false;
+                    out.push(c);
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '/' if chars.peek() == Some(&'/') => break,
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether `code` holds `name` as a whole path: not inside a longer identifier.
+fn names(code: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
 }
 
 /// Whether the first line of `src` is a `//!` comment.
@@ -162,6 +286,64 @@ mod tests {
                 "rules/p/src/r.rs:1"
             ]
         );
+    }
+
+    #[test]
+    fn only_the_windows_backend_may_lift_the_unsafe_lint() {
+        let lift = format!("//! x\n#![{}(unsafe_code)]\n", "allow");
+        let found = check_file("crates/fsroot/src/lib.rs", &lift);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].to_string(),
+            "crates/fsroot/src/lib.rs:2: lifts the `unsafe_code` lint, which only tidy's \
+             UNSAFE_ALLOWED may"
+        );
+        let item = format!("//! x\n#[{} ( unsafe_code )]\nfn f() {{}}\n", "expect");
+        assert_eq!(check_file("crates/store/src/a.rs", &item).len(), 1);
+        assert!(check_file("crates/fsroot/src/sys/windows.rs", &lift).is_empty());
+    }
+
+    #[test]
+    fn an_os_module_in_product_code_fails_the_check() {
+        let src = "//! a\nuse std::os::unix::ffi::OsStrExt;\nfn f() { libc::getuid(); }\n\
+                   // rustix in a comment is prose\nlet glibc_version = 1;\n\
+                   let s = \"libc:: in a string\"; // std::os::fd\n\
+                   #[cfg(test)]\nmod tests { use std::os::fd::AsFd; }\n";
+        let found: Vec<String> = check_file("crates/engine/src/x.rs", src)
+            .iter()
+            .map(|v| format!("{}:{}", v.path, v.line))
+            .collect();
+        assert_eq!(
+            found,
+            ["crates/engine/src/x.rs:2", "crates/engine/src/x.rs:3"]
+        );
+        let v = &check_file("crates/engine/src/x.rs", src)[0];
+        assert!(
+            v.message
+                .starts_with("`std::os::unix` outside fsroot's OS backends"),
+            "{v}"
+        );
+        for name in OS_NAMES {
+            let one = format!("//! a\nuse {name}::x;\n");
+            assert_eq!(check_file("rules/p/src/r.rs", &one).len(), 1, "{name}");
+            assert_eq!(check_file("crates/cli/src/lib.rs", &one).len(), 1, "{name}");
+        }
+        for allowed in [
+            "crates/fsroot/src/sys/linux.rs",
+            "crates/fsroot/src/sys/windows.rs",
+            "crates/fsroot/src/procfs.rs",
+            "crates/cli/tests/it/common/mod.rs",
+            "crates/test-support/src/lib.rs",
+        ] {
+            assert!(check_file(allowed, src).is_empty(), "{allowed}");
+        }
+        assert_eq!(
+            check_file("crates/fsroot/src/lib.rs", src).len(),
+            2,
+            "fsroot's portable layer is product code too"
+        );
+        let gated = "//! a\n#[cfg(all(test, target_os = \"linux\"))]\nmod tests { use libc; }\n";
+        assert!(check_file("crates/engine/src/x.rs", gated).is_empty());
     }
 
     /// The real check, run by plain `cargo test`.

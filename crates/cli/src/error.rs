@@ -14,6 +14,15 @@ pub enum Error {
     /// The sessions directory does not exist or is not a directory (exit 2).
     #[error("sessions directory {} does not exist or is not a directory", .0.display())]
     MissingDir(PathBuf),
+    /// The default sessions directory does not exist, but the app's legacy one does (exit 2,
+    /// as [`Error::MissingDir`]): reported, never migrated (platforms.md §8.5).
+    #[error("sessions directory {} does not exist, but the legacy {} does: the app moves it there the next time it starts (the doctor never moves it); to work on it now, pass --sessions-dir {}", .dir.display(), .legacy.display(), .legacy.display())]
+    OnlyLegacySessions {
+        /// The default sessions directory, missing.
+        dir: PathBuf,
+        /// `~/.deepseek/sessions`, present.
+        legacy: PathBuf,
+    },
     /// A sessions directory that does not look like a session store, and no
     /// `--assume-session-store` (exit 2). `hint` suggests its `sessions/` when it has one.
     #[error("{} does not look like a session store (no session documents, checkpoints or repair files): nothing was done; check --sessions-dir or CODEWHALE_HOME{}, or pass --assume-session-store if it is one", .dir.display(), .hint.as_ref().map(|h| format!(" (did you mean {}?)", h.display())).unwrap_or_default())]
@@ -74,6 +83,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::MissingDir(_)
+            | Error::OnlyLegacySessions { .. }
             | Error::NotASessionStore { .. }
             | Error::MissingRoot(_)
             | Error::BadPlan(_)
@@ -95,7 +105,9 @@ impl Error {
                 message,
                 ..Problem::from(e)
             },
-            Error::MissingDir(p) | Error::MissingRoot(p) => Problem::new(
+            Error::MissingDir(p)
+            | Error::MissingRoot(p)
+            | Error::OnlyLegacySessions { dir: p, .. } => Problem::new(
                 p.to_string_lossy(),
                 "open",
                 io::ErrorKind::NotFound,
@@ -146,6 +158,13 @@ mod tests {
         let dir = PathBuf::from("/nowhere/s");
         let cases = [
             (Error::MissingDir(dir.clone()), 2),
+            (
+                Error::OnlyLegacySessions {
+                    dir: dir.clone(),
+                    legacy: "/nowhere/.deepseek/sessions".into(),
+                },
+                2,
+            ),
             (Error::MissingRoot(dir.clone()), 2),
             (Error::BadPlan("cannot use plan p".into()), 2),
             (Error::BadEnvironment("DOCTOR_NOW".into()), 2),
@@ -181,7 +200,11 @@ mod tests {
             assert_eq!(p.message, e.to_string());
             if matches!(
                 e,
-                Error::MissingDir(_) | Error::MissingRoot(_) | Error::Busy(_) | Error::Fs(_)
+                Error::MissingDir(_)
+                    | Error::OnlyLegacySessions { .. }
+                    | Error::MissingRoot(_)
+                    | Error::Busy(_)
+                    | Error::Fs(_)
             ) {
                 assert!(p.path.starts_with("/nowhere/s"), "{p:?}");
             }

@@ -1,5 +1,6 @@
 //! The settings of a sessions run, and the default directories the environment gives.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use engine::Config;
@@ -85,24 +86,250 @@ pub(crate) fn selected<P: engine::Pack>(
         .collect()
 }
 
-/// `$CODEWHALE_HOME`, else `~/.codewhale`.
-#[allow(clippy::disallowed_methods)] // the edge reads the environment
-pub fn default_codewhale_home() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(home));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".codewhale"))
+/// Where the app keeps its state, as it resolves it (platforms.md §5 and §8.5), and the legacy
+/// sessions directory it still reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppHome {
+    /// `$CODEWHALE_HOME`, else `<user home>/.codewhale`.
+    pub home: PathBuf,
+    /// `<user home>/.deepseek/sessions`, which the app reads (and moves to
+    /// [`AppHome::sessions_dir`] on first use) when `CODEWHALE_HOME` is not set; `None` when it
+    /// is set.
+    pub legacy_sessions: Option<PathBuf>,
 }
 
-/// The default sessions directory: `$CODEWHALE_HOME/sessions`, else `~/.codewhale/sessions`.
-#[allow(clippy::disallowed_methods)] // the edge reads the environment
-pub fn default_sessions_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(home).join("sessions"));
+impl AppHome {
+    /// The default sessions directory: `<home>/sessions`.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.join("sessions")
     }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".codewhale").join("sessions"))
+
+    /// Resolves the app's home from the environment `env` gives, in the app's order:
+    /// `CODEWHALE_HOME` (trimmed, a leading `~` expanded, absolute), else the user's home
+    /// joined with `.codewhale`. The user's home is `HOME` (when set it must be absolute: no
+    /// other is tried), then `USERPROFILE`, then, when `windows`, `HOMEDRIVE` + `HOMEPATH`,
+    /// then `os_home` (std's `home_dir`, as the app's `dirs::home_dir`). An empty variable
+    /// counts as unset. `Err` says why no home can be found.
+    pub fn resolve(
+        env: impl Fn(&str) -> Option<OsString>,
+        os_home: impl FnOnce() -> Option<PathBuf>,
+        windows: bool,
+    ) -> Result<AppHome, String> {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty());
+        let user_home = || -> Result<PathBuf, String> {
+            if let Some(home) = var("HOME") {
+                let home = PathBuf::from(home);
+                return if home.is_absolute() {
+                    Ok(home)
+                } else {
+                    Err(format!(
+                        "HOME={} is not an absolute path, so the default sessions directory \
+                         cannot be found; pass --sessions-dir",
+                        home.display()
+                    ))
+                };
+            }
+            let drive_path = || {
+                let (drive, path) = (var("HOMEDRIVE")?, var("HOMEPATH")?);
+                let mut joined = drive;
+                joined.push(path);
+                Some(joined)
+            };
+            var("USERPROFILE")
+                .or_else(|| if windows { drive_path() } else { None })
+                .map(PathBuf::from)
+                .or_else(os_home)
+                .filter(|h| h.is_absolute())
+                .ok_or_else(|| {
+                    format!(
+                        "no --sessions-dir, and no home directory to find the default in \
+                         (CODEWHALE_HOME, HOME, USERPROFILE{} are unset)",
+                        if windows { ", HOMEDRIVE+HOMEPATH" } else { "" }
+                    )
+                })
+        };
+        let explicit = var("CODEWHALE_HOME")
+            .map(|h| match h.to_str() {
+                Some(text) => PathBuf::from(text.trim()),
+                None => PathBuf::from(h),
+            })
+            .filter(|h| !h.as_os_str().is_empty());
+        let Some(explicit) = explicit else {
+            let user = user_home()?;
+            return Ok(AppHome {
+                home: user.join(".codewhale"),
+                legacy_sessions: Some(user.join(".deepseek").join("sessions")),
+            });
+        };
+        let home = match explicit.to_str().and_then(|h| h.strip_prefix('~')) {
+            Some("") => user_home()?,
+            Some(rest) if rest.starts_with('/') || (windows && rest.starts_with('\\')) => {
+                user_home()?.join(&rest[1..])
+            }
+            _ => explicit.clone(),
+        };
+        if !home.is_absolute() {
+            return Err(format!(
+                "CODEWHALE_HOME={} is not an absolute path, so the default sessions directory \
+                 cannot be found; pass --sessions-dir",
+                explicit.display()
+            ));
+        }
+        Ok(AppHome {
+            home,
+            legacy_sessions: None,
+        })
+    }
+
+    /// [`AppHome::resolve`] from this process's environment and OS.
+    #[allow(clippy::disallowed_methods)] // the edge reads the environment
+    pub fn from_env() -> Result<AppHome, String> {
+        AppHome::resolve(
+            |name| std::env::var_os(name),
+            std::env::home_dir,
+            cfg!(windows),
+        )
+    }
+}
+
+/// `$CODEWHALE_HOME`, else `~/.codewhale` ([`AppHome::from_env`]); `None` when no home can be
+/// found.
+pub fn default_codewhale_home() -> Option<PathBuf> {
+    AppHome::from_env().ok().map(|h| h.home)
+}
+
+/// The default sessions directory: `$CODEWHALE_HOME/sessions`, else `~/.codewhale/sessions`
+/// ([`AppHome::from_env`]); `None` when no home can be found.
+pub fn default_sessions_dir() -> Option<PathBuf> {
+    AppHome::from_env().ok().map(|h| h.sessions_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`AppHome::resolve`] over the variables `vars` only, with `os_home` as std's home.
+    fn resolve(
+        vars: &[(&str, &str)],
+        os_home: Option<&str>,
+        windows: bool,
+    ) -> Result<AppHome, String> {
+        let env = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        };
+        AppHome::resolve(env, || os_home.map(PathBuf::from), windows)
+    }
+
+    fn sessions(vars: &[(&str, &str)], os_home: Option<&str>, windows: bool) -> PathBuf {
+        resolve(vars, os_home, windows).unwrap().sessions_dir()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_sessions_directory_is_found_in_the_apps_order() {
+        let all = [
+            ("CODEWHALE_HOME", "/cw"),
+            ("HOME", "/home/u"),
+            ("USERPROFILE", "/profile"),
+            ("HOMEDRIVE", "/drive"),
+            ("HOMEPATH", "/path"),
+        ];
+        let os = Some("/os");
+        assert_eq!(sessions(&all, os, true), PathBuf::from("/cw/sessions"));
+        assert_eq!(
+            sessions(&all[1..], os, true),
+            PathBuf::from("/home/u/.codewhale/sessions")
+        );
+        assert_eq!(
+            sessions(&all[2..], os, true),
+            PathBuf::from("/profile/.codewhale/sessions")
+        );
+        assert_eq!(
+            sessions(&all[3..], os, true),
+            PathBuf::from("/drive/path/.codewhale/sessions"),
+            "HOMEDRIVE + HOMEPATH on Windows"
+        );
+        assert_eq!(
+            sessions(&all[3..], os, false),
+            PathBuf::from("/os/.codewhale/sessions"),
+            "not elsewhere"
+        );
+        assert_eq!(
+            sessions(&all[4..], os, true),
+            PathBuf::from("/os/.codewhale/sessions"),
+            "HOMEPATH alone is not a home"
+        );
+        // An empty variable counts as unset.
+        let empty = [
+            ("CODEWHALE_HOME", ""),
+            ("HOME", ""),
+            ("USERPROFILE", "/profile"),
+        ];
+        assert_eq!(
+            sessions(&empty, os, false),
+            PathBuf::from("/profile/.codewhale/sessions")
+        );
+        assert!(resolve(&[], None, true).unwrap_err().contains("HOMEDRIVE"));
+        assert!(!resolve(&[], None, false).unwrap_err().contains("HOMEDRIVE"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_home_that_is_not_absolute_is_refused_without_trying_the_next() {
+        let err =
+            resolve(&[("HOME", "rel"), ("USERPROFILE", "/profile")], None, false).unwrap_err();
+        assert!(err.contains("HOME=rel is not an absolute path"), "{err}");
+        let err = resolve(&[("CODEWHALE_HOME", "cw"), ("HOME", "/h")], None, false).unwrap_err();
+        assert!(err.contains("CODEWHALE_HOME=cw"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn codewhale_home_is_trimmed_and_its_tilde_expanded() {
+        let home = [("HOME", "/home/u")];
+        let with = |cw: &str| {
+            let vars = [home[0], ("CODEWHALE_HOME", cw)];
+            sessions(&vars, None, false)
+        };
+        assert_eq!(with("  /cw \n"), PathBuf::from("/cw/sessions"));
+        assert_eq!(with("~"), PathBuf::from("/home/u/sessions"));
+        assert_eq!(with("~/cw"), PathBuf::from("/home/u/cw/sessions"));
+        assert!(resolve(&[("CODEWHALE_HOME", "~u/cw")], None, false).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_legacy_directory_is_known_only_when_codewhale_home_is_not_set() {
+        let home = resolve(&[("HOME", "/home/u")], None, false).unwrap();
+        assert_eq!(
+            home.legacy_sessions,
+            Some(PathBuf::from("/home/u/.deepseek/sessions"))
+        );
+        let explicit = resolve(
+            &[("HOME", "/home/u"), ("CODEWHALE_HOME", "/cw")],
+            None,
+            false,
+        );
+        assert_eq!(explicit.unwrap().legacy_sessions, None);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn on_windows_the_profile_is_the_home() {
+        assert_eq!(
+            sessions(&[("USERPROFILE", r"C:\Users\u")], None, true),
+            PathBuf::from(r"C:\Users\u\.codewhale\sessions")
+        );
+        assert_eq!(
+            sessions(
+                &[("HOMEDRIVE", "C:"), ("HOMEPATH", r"\Users\u")],
+                None,
+                true
+            ),
+            PathBuf::from(r"C:\Users\u\.codewhale\sessions")
+        );
+        assert!(resolve(&[("HOME", "/c/Users/u")], None, true).is_err());
+    }
 }

@@ -1,15 +1,14 @@
 //! `--sweep-build-dirs`, the build-dirs pack's entry point: opens each build root as its own
-//! confined root, reads `/proc`, plans B1 on the shared engine and, unless dry, applies the plan
+//! confined root, reads liveness (`/proc` on Linux; [`Liveness`]), plans B1 on the shared engine and, unless dry, applies the plan
 //! under the sweep's single-flight lock, receipting every action in the state directory. Its
 //! report (JSON and human) and its errors, each with the exit code of cli.md.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use engine::liveness::ProcessRefs;
+use engine::liveness::{Liveness, ProcessRefs};
 use engine::{BuildConfig, BuildPlanned, Interrupted};
 use exec::{BuildDirsTarget, PendingDeletion};
-use fsroot::procfs::Procfs;
 use fsroot::{Problem, Root, WritableRoot};
 use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
@@ -39,7 +38,7 @@ pub struct SweepOptions {
     pub min_age_secs: i64,
     /// The clock.
     pub clock: Clock,
-    /// Where procfs is mounted (`/proc`).
+    /// Where procfs is mounted (`/proc`), for Linux's liveness backend.
     pub proc_dir: PathBuf,
     /// Where receipts and the lock go; `None`: [`default_state_dir`].
     pub state_dir: Option<PathBuf>,
@@ -163,6 +162,9 @@ pub struct SweepReport {
     /// using them.
     #[serde(skip)]
     held_unseen: u64,
+    /// Whether liveness could not be read at all (an OS without a backend).
+    #[serde(skip)]
+    unsupported: bool,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -238,11 +240,18 @@ fn open_state_dir(dir: &Path) -> fsroot::Result<WritableRoot> {
     WritableRoot::open(dir)
 }
 
-/// Opens `/proc` and reads the invoking user's uid from it.
-fn open_procfs(opts: &SweepOptions) -> Result<(Procfs, u32), Error> {
-    let procfs = Procfs::open(&opts.proc_dir).map_err(Error::NoProc)?;
-    let uid = procfs.invoking_uid().map_err(Error::NoProc)?;
-    Ok((procfs, uid))
+/// Opens the liveness backend (`given`, else this OS's: `/proc` on Linux) and reads the
+/// invoking user's uid from it.
+fn open_liveness(
+    opts: &SweepOptions,
+    given: Option<Liveness>,
+) -> Result<(Liveness, Option<u32>), Error> {
+    let live = match given {
+        Some(live) => live,
+        None => Liveness::for_this_os(&opts.proc_dir).map_err(Error::NoProc)?,
+    };
+    let uid = live.invoking_uid().map_err(Error::NoProc)?;
+    Ok((live, uid))
 }
 
 /// The deletions earlier runs started and did not finish, as the planner takes them.
@@ -260,8 +269,13 @@ fn interrupted(pending: &[PendingDeletion]) -> Vec<Interrupted> {
 }
 
 /// Sweeps the build roots: plans B1 and, unless `dry_run`, applies the plan.
-#[tracing::instrument(skip_all)]
 pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
+    sweep_with(opts, None)
+}
+
+/// [`sweep_build_dirs`] reading liveness from `given` (`None`: this OS's backend).
+#[tracing::instrument(skip_all)]
+fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepReport, Error> {
     let now = opts.clock.now();
     let run = RunId::new(now);
     let mut notes = Vec::new();
@@ -287,8 +301,8 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
             |r| r.canonical_anchor().to_path_buf(),
             &mut notes,
         )?;
-        let (procfs, uid) = open_procfs(opts)?;
-        let processes = ProcessRefs::from_scan(procfs.scan().map_err(Error::NoProc)?);
+        let (live, uid) = open_liveness(opts, given)?;
+        let processes = live.read().map_err(Error::NoProc)?;
         // A dry run reads the state directory when there is one, and creates nothing.
         let (pending, pending_errors) = match state_dir.as_deref().map(Root::open) {
             Some(Ok(state)) => exec::read_pending(&state),
@@ -313,7 +327,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
             notes,
             receipts_file,
         );
-        report.note_unseen(&opts.proc_dir);
+        report.note_unseen(&live, &processes);
         return Ok(report);
     }
 
@@ -323,7 +337,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         |r| r.canonical_anchor().to_path_buf(),
         &mut notes,
     )?;
-    let (procfs, uid) = open_procfs(opts)?;
+    let (live, uid) = open_liveness(opts, given)?;
     let state_dir = state_dir.ok_or(Error::NoStateDir)?;
     let state = open_state_dir(&state_dir)?;
     let Some(lock) = exec::acquire_sweep_lock(&state, LOCK_FILE)? else {
@@ -333,7 +347,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
     // planning.
     let (pending, pending_errors) = exec::read_pending(&state);
     notes.extend(pending_errors);
-    let processes = ProcessRefs::from_scan(procfs.scan().map_err(Error::NoProc)?);
+    let processes = live.read().map_err(Error::NoProc)?;
     let refs: Vec<(&str, &Root)> = roots.iter().map(|(l, r)| (l.as_str(), &**r)).collect();
     let planned = engine::plan_build_dirs(
         &refs,
@@ -344,7 +358,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
     );
     let mut target = BuildDirsTarget {
         roots: &roots,
-        procfs: &procfs,
+        liveness: &live,
         uid,
         state: &state,
         receipts_file: RECEIPTS_FILE,
@@ -376,7 +390,7 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
         notes,
         receipts_file,
     );
-    report.note_unseen(&opts.proc_dir);
+    report.note_unseen(&live, &processes);
     Ok(report)
 }
 
@@ -455,13 +469,15 @@ impl SweepReport {
             receipts_file,
             receipt_failed,
             held_unseen: 0,
+            unsupported: false,
         }
     }
 
     /// Counts the directories kept only because a process that could not be read (or seen)
     /// may be using them, at planning or right before deleting; when there are any, says so
-    /// in one error (naming `proc`) and the run fails (exit 1).
-    fn note_unseen(&mut self, proc: &Path) {
+    /// in one error (naming `proc`) and the run fails (exit 1). Where liveness cannot be read
+    /// at all (an OS without a backend), it says so whatever was found, and the run fails.
+    fn note_unseen(&mut self, live: &Liveness, processes: &ProcessRefs) {
         let unseen = |why: &str| why.starts_with(engine::liveness::NOT_KNOWN_UNUSED);
         let planned = self.skipped.iter().filter(|k| unseen(&k.why)).count();
         let checked = self
@@ -470,16 +486,28 @@ impl SweepReport {
             .filter(|o| o.outcome == OutcomeKind::Skipped && o.why.as_deref().is_some_and(unseen))
             .count();
         self.held_unseen = (planned + checked) as u64;
-        if self.held_unseen > 0 {
-            let n = self.held_unseen;
+        let n = self.held_unseen;
+        let plural = if n == 1 { "y" } else { "ies" };
+        if let Some(why) = &processes.unsupported {
+            self.unsupported = true;
+            self.summary.errors.push(Problem::new(
+                "",
+                "read the process table",
+                std::io::ErrorKind::Unsupported,
+                format!(
+                    "{why}: no directory can be known to be unused, so nothing was reclaimed \
+                     ({n} director{plural} spared)"
+                ),
+            ));
+        } else if n > 0 {
+            let proc = live.source().unwrap_or(Path::new(""));
             self.summary.errors.push(Problem::new(
                 proc.to_string_lossy(),
                 "read the process table",
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "not every process could be read, so {n} director{} that one of them may \
-                     be using {} not reclaimed (see why it was skipped)",
-                    if n == 1 { "y" } else { "ies" },
+                    "not every process could be read, so {n} director{plural} that one of them \
+                     may be using {} not reclaimed (see why it was skipped)",
                     if n == 1 { "was" } else { "were" },
                 ),
             ));
@@ -491,6 +519,7 @@ impl SweepReport {
     pub fn failed(&self) -> bool {
         self.receipt_failed
             || self.held_unseen > 0
+            || self.unsupported
             || self
                 .outcomes
                 .iter()
@@ -579,6 +608,7 @@ impl SweepReport {
             receipts_file: None,
             receipt_failed: false,
             held_unseen: 0,
+            unsupported: false,
         }
     }
 }
@@ -641,5 +671,74 @@ impl View for SweepReport {
 
     fn summary_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.summary).expect("the summary serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build root holding one leaked Go work directory (a day older than the run's clock),
+    /// a state directory, and the options of a sweep of that root.
+    #[allow(clippy::disallowed_methods)] // the test makes its tree with std::fs
+    fn leaked_tree(dry_run: bool) -> (tempfile::TempDir, SweepOptions) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join("go-build1/b001")).unwrap();
+        std::fs::write(root.join("go-build1/b001/a.o"), b"object").unwrap();
+        let mut opts = SweepOptions::new();
+        opts.roots = vec![root];
+        opts.state_dir = Some(tmp.path().join("state"));
+        opts.dry_run = dry_run;
+        opts.clock = Clock::Fixed(store::Timestamp(i64::from(u32::MAX)));
+        (tmp, opts)
+    }
+
+    #[test]
+    fn without_a_liveness_backend_nothing_is_reclaimed_and_the_run_fails() {
+        const WHY: &str = "which processes use a directory cannot be read here (test)";
+        for dry_run in [true, false] {
+            let (tmp, opts) = leaked_tree(dry_run);
+            let report = sweep_with(&opts, Some(Liveness::unsupported(WHY))).unwrap();
+            assert!(report.plan.actions.is_empty(), "{:?}", report.plan.actions);
+            assert!(report.outcomes.is_empty());
+            assert_eq!(report.summary.dirs_reclaimed, 0);
+            assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+            assert_eq!(report.skipped[0].path, "go-build1");
+            assert_eq!(
+                report.skipped[0].why,
+                format!("{}{WHY}", engine::liveness::NOT_KNOWN_UNUSED)
+            );
+            let said = report
+                .summary
+                .errors
+                .iter()
+                .find(|e| e.kind == std::io::ErrorKind::Unsupported)
+                .unwrap_or_else(|| panic!("no error says why: {:?}", report.summary.errors));
+            assert!(
+                said.message.starts_with(WHY) && said.message.contains("1 directory spared"),
+                "{said}"
+            );
+            // Exit 1 (`command::run` gives `u8::from(report.failed())`).
+            assert!(report.failed());
+            assert!(tmp.path().join("root/go-build1/b001/a.o").is_file());
+        }
+    }
+
+    /// The same tree with this OS's backend: on Linux `/proc` is read and the directory is
+    /// planned, so the refusal above is the backend's doing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn with_procfs_the_same_directory_is_planned() {
+        let (_tmp, opts) = leaked_tree(true);
+        let report = sweep_build_dirs(&opts).unwrap();
+        let planned: Vec<&str> = report
+            .plan
+            .actions
+            .iter()
+            .map(|a| a.path.as_str())
+            .collect();
+        assert_eq!(planned, ["go-build1"], "{:?}", report.skipped);
+        assert!(!report.failed());
     }
 }

@@ -2201,6 +2201,27 @@ mod tests {
 
     /// `.set-aside` as a symlink is an error naming it, not a store without runs; a manifest
     /// that cannot be read is a problem naming the manifest.
+    /// An absolute path in the OS's own form (`\` on Windows) is named relative to S with `/`,
+    /// as every record the doctor writes names it (docs/decisions.md, "Issue 22: portable
+    /// paths").
+    #[test]
+    fn an_absolute_path_under_s_is_named_with_slashes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let abs = root
+            .canonical_anchor()
+            .join(SET_ASIDE_DIR)
+            .join(RUN)
+            .join("a")
+            .join("runtime");
+        assert_eq!(
+            relative_to_s(&root, abs.to_str().unwrap()),
+            Ok(format!("{SET_ASIDE_DIR}/{RUN}/a/runtime"))
+        );
+    }
+
+    // Makes a symlink (Unix).
+    #[cfg(unix)]
     #[test]
     fn what_cannot_be_listed_or_read_is_an_error_not_an_empty_list() {
         let tmp = tempfile::tempdir().unwrap();

@@ -33,8 +33,9 @@ pub struct BuildConfig {
     pub min_age_secs: i64,
     /// The clock's instant for this run.
     pub now: Timestamp,
-    /// The invoking user's uid.
-    pub uid: u32,
+    /// The invoking user's uid; `None` when the liveness backend cannot tell it (no directory
+    /// is then the invoking user's).
+    pub uid: Option<u32>,
 }
 
 /// One depth-1 entry of a root, as `lstat` saw it.

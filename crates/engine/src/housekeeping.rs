@@ -194,6 +194,8 @@ mod tests {
         std::fs::write(path, bytes).unwrap();
     }
 
+    // Makes a symlink (Unix).
+    #[cfg(unix)]
     #[test]
     fn a_reconcile_dir_that_cannot_be_listed_is_reported_not_taken_for_empty() {
         let tmp = tempfile::tempdir().unwrap();
@@ -213,6 +215,8 @@ mod tests {
 
     /// A candidate gone since the scan is no error; one that cannot be digested (a symlink of
     /// that name) is reported; a directory of that name in `.reconcile/` is not a candidate.
+    // Makes a symlink (Unix).
+    #[cfg(unix)]
     #[test]
     fn what_is_not_a_temporary_file_now_is_not_planned_and_what_cannot_be_read_is_reported() {
         let tmp = tempfile::tempdir().unwrap();
@@ -332,6 +336,8 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
     }
 
+    // Holds the lease with `flock` (std's `File::lock` on Unix), as the app does there.
+    #[cfg(unix)]
     #[test]
     fn a_temporary_file_of_a_live_session_is_not_planned() {
         let tmp = tempfile::tempdir().unwrap();
@@ -348,7 +354,7 @@ mod tests {
             "planned while nobody holds the session"
         );
         let lease = std::fs::File::open(tmp.path().join(".late-usage/alpha.live")).unwrap();
-        rustix::fs::flock(&lease, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        lease.lock().unwrap();
         assert!(
             planned(&mut errors).is_empty(),
             "not while its session is live"

@@ -1,8 +1,10 @@
-//! Liveness of paths for the build-dirs pack: which paths live processes reference, taken from
-//! what `/proc` gave ([`fsroot::procfs::ProcessScan`]) by the Go-aware rules of `build-dirs.md`
-//! (argv and environment values split on `:`, after `=`, `-L/x`), and indexed so that "does any
-//! process reference a path at or under this directory?" is one range lookup. A plain value:
-//! pure code queries it without touching the filesystem.
+//! Liveness of paths for the build-dirs pack: which paths live processes reference, read by
+//! one backend per OS ([`Liveness`]: `/proc` on Linux through [`fsroot::procfs`]; on every other
+//! OS none yet, so nothing is known to be unused there) and taken by the Go-aware rules of
+//! `build-dirs.md` (argv and environment values split on `:`, after `=`, `-L/x`), and indexed
+//! so that "does any process reference a path at or under this directory?" is one range lookup.
+//! The index ([`ProcessRefs`]) is a plain value: pure code queries it without touching the
+//! filesystem.
 //!
 //! It also judges the processes the scan could not read ([`Unseen`], docs/decisions.md "Issue
 //! 21: processes the sweep cannot read"): a `/proc` that hides processes, or an unread process
@@ -11,11 +13,18 @@
 //! process of another, unprivileged user can use only directories that grant search permission
 //! to group or others; kernel threads, zombies, and processes holding capabilities outside the
 //! bounding set of the sweep and of pid 1 (outsiders of its container) are not counted against
-//! any directory.
+//! any directory. An OS without a backend leaves no directory known to be unused either
+//! ([`ProcessRefs::unsupported`]).
+//!
+//! Paths are indexed and queried in their Unicode form (a path that is not Unicode with each
+//! invalid sequence replaced by U+FFFD, on both sides), so a reference is found whenever it
+//! lies at or under the directory, and two such paths that differ only in their invalid bytes
+//! count as the same: the lookup may spare too much, never too little.
 //!
 //! # Example
 //!
 //! ```
+//! # #[cfg(target_os = "linux")] {
 //! use std::path::Path;
 //! use engine::liveness::{ProcessRefs, Via};
 //! use fsroot::procfs::ProcessInfo;
@@ -27,16 +36,16 @@
 //! }]);
 //! assert_eq!(refs.referencing(Path::new("/tmp/go-build123")).unwrap().via, Via::Cwd);
 //! assert!(refs.referencing(Path::new("/tmp/go-build12")).is_none(), "matched by component");
+//! # }
 //! ```
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::fmt;
 use std::ops::Bound;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use fsroot::procfs::{ProcStatus, ProcessInfo, ProcessScan, Unread};
+#[cfg(target_os = "linux")]
+use fsroot::procfs::{ProcStatus, ProcessInfo, ProcessScan, Procfs, Unread};
 
 /// How every reason that a process the sweep could not read or see may use a directory begins.
 pub const NOT_KNOWN_UNUSED: &str = "not known to be unused: ";
@@ -63,6 +72,7 @@ pub struct Unseen {
 }
 
 impl Unseen {
+    #[cfg(target_os = "linux")]
     /// Judges the unread processes of a scan, for the invoking user `own` (in this order: no
     /// status, kernel thread or zombie, outside the container's bounding set, runs as the
     /// invoking user, privileged, another user).
@@ -194,6 +204,9 @@ pub struct ProcessRefs {
     pub unreadable: u64,
     /// What the processes that could not be read (or seen) may reference.
     pub unseen: Unseen,
+    /// Why no process could be read at all ([`ProcessRefs::unsupported`]); `None` when a
+    /// backend read them.
+    pub unsupported: Option<String>,
 }
 
 impl ProcessRefs {
@@ -204,6 +217,7 @@ impl ProcessRefs {
     /// of each part, also what follows its first `=` (`-o=/x`, `WORK=/x`) and, for a part that
     /// starts with `-`, what follows its first `/` (`-L/x`). Relative parts are resolved against
     /// the process's working directory when it is known. Every path is lexically normalised.
+    #[cfg(target_os = "linux")]
     pub fn from_processes(processes: impl IntoIterator<Item = ProcessInfo>) -> ProcessRefs {
         let mut refs = ProcessRefs::default();
         for p in processes {
@@ -214,6 +228,7 @@ impl ProcessRefs {
 
     /// Indexes a scan of `/proc`, keeping its count of items that could not be read and
     /// judging the processes they belong to ([`Unseen::judge`]).
+    #[cfg(target_os = "linux")]
     pub fn from_scan(scan: ProcessScan) -> ProcessRefs {
         let unseen = Unseen::judge(
             &scan.own,
@@ -244,10 +259,34 @@ impl ProcessRefs {
         }
     }
 
-    fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
-        self.paths.entry(path).or_insert((pid, via));
+    /// The references of an OS that has no liveness backend (or of a source of liveness that
+    /// cannot be read): none known, and every directory possibly in use by a process that
+    /// could not be seen, for the reason `why` ([`ProcessRefs::unsupported_why`]).
+    pub fn unsupported(why: &str) -> ProcessRefs {
+        ProcessRefs {
+            unseen: Unseen {
+                anything: Some(why.to_owned()),
+                ..Unseen::default()
+            },
+            unsupported: Some(why.to_owned()),
+            ..ProcessRefs::default()
+        }
     }
 
+    /// Why liveness could not be read at all (an OS without a backend), beginning with
+    /// [`NOT_KNOWN_UNUSED`]: then no directory is known to be unused, whoever owns it.
+    pub fn unsupported_why(&self) -> Option<String> {
+        self.unsupported
+            .as_ref()
+            .map(|why| format!("{NOT_KNOWN_UNUSED}{why}"))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
+        self.paths.entry(unicode(path)).or_insert((pid, via));
+    }
+
+    #[cfg(target_os = "linux")]
     fn add(&mut self, p: ProcessInfo) {
         self.processes += 1;
         let cwd = p.cwd.as_deref().and_then(absolute_normal);
@@ -260,15 +299,15 @@ impl ProcessRefs {
             }
         }
         for arg in &p.argv {
-            for path in value_paths(arg.as_bytes(), cwd.as_deref()) {
+            for path in value_paths(&arg.to_string_lossy(), cwd.as_deref()) {
                 self.insert(path, p.pid, Via::Argv);
             }
         }
         for entry in &p.environ {
-            let bytes = entry.as_bytes();
-            let value = match bytes.iter().position(|b| *b == b'=') {
-                Some(i) => &bytes[i + 1..],
-                None => bytes,
+            let entry = entry.to_string_lossy();
+            let value = match entry.split_once('=') {
+                Some((_, value)) => value,
+                None => &entry,
             };
             for path in value_paths(value, cwd.as_deref()) {
                 self.insert(path, p.pid, Via::Environ);
@@ -279,7 +318,7 @@ impl ProcessRefs {
     /// A reference to `dir` itself or to a path beneath it, if any process holds one.
     /// Matching is by whole path components: `/x/go-build12` does not match `/x/go-build123`.
     pub fn referencing(&self, dir: &Path) -> Option<Reference> {
-        let dir = absolute_normal(dir)?;
+        let dir = unicode(absolute_normal(dir)?);
         let (path, (pid, via)) = self
             .paths
             .range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded))
@@ -304,6 +343,70 @@ impl ProcessRefs {
     }
 }
 
+/// Why the sweep cannot read liveness on an OS that has no backend for it yet.
+pub const NO_BACKEND: &str =
+    "which processes use a directory cannot be read on this OS (no liveness backend for it yet)";
+
+/// Where the build-dirs pack reads what live processes reference: one backend per OS. Linux
+/// reads `/proc`; an OS without a backend is [`Liveness::Unsupported`], whose reading knows no
+/// process and leaves every directory possibly in use ([`ProcessRefs::unsupported`]), so B1
+/// reclaims nothing there and says why.
+#[derive(Debug)]
+pub enum Liveness {
+    /// `/proc`, read through [`fsroot::procfs`].
+    #[cfg(target_os = "linux")]
+    Procfs(Procfs),
+    /// No backend: why liveness cannot be read.
+    Unsupported(String),
+}
+
+impl Liveness {
+    /// This OS's backend: on Linux `/proc` as mounted at `proc_dir`; elsewhere
+    /// [`Liveness::Unsupported`] with [`NO_BACKEND`].
+    pub fn for_this_os(proc_dir: &Path) -> fsroot::Result<Liveness> {
+        #[cfg(target_os = "linux")]
+        return Procfs::open(proc_dir).map(Liveness::Procfs);
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = proc_dir;
+            Ok(Liveness::unsupported(NO_BACKEND))
+        }
+    }
+
+    /// A backend that cannot read liveness, for the reason `why`.
+    pub fn unsupported(why: &str) -> Liveness {
+        Liveness::Unsupported(why.to_owned())
+    }
+
+    /// The invoking user's uid, as the backend reads it; `None` when it cannot tell (then no
+    /// directory counts as the invoking user's).
+    pub fn invoking_uid(&self) -> fsroot::Result<Option<u32>> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Liveness::Procfs(p) => p.invoking_uid().map(Some),
+            Liveness::Unsupported(_) => Ok(None),
+        }
+    }
+
+    /// What live processes reference now.
+    pub fn read(&self) -> fsroot::Result<ProcessRefs> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Liveness::Procfs(p) => p.scan().map(ProcessRefs::from_scan),
+            Liveness::Unsupported(why) => Ok(ProcessRefs::unsupported(why)),
+        }
+    }
+
+    /// Where the backend reads from, for messages: the procfs mount, or `None`.
+    pub fn source(&self) -> Option<&Path> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Liveness::Procfs(p) => Some(p.path()),
+            Liveness::Unsupported(_) => None,
+        }
+    }
+}
+
 /// `p` made absolute-only and lexically normal (`.` dropped, `..` popped); `None` when relative.
 fn absolute_normal(p: &Path) -> Option<PathBuf> {
     if !p.is_absolute() {
@@ -322,21 +425,32 @@ fn absolute_normal(p: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
+/// `p` in its Unicode form: itself when it is Unicode, else with each invalid sequence replaced
+/// by U+FFFD. A separator is never part of an invalid sequence, so a path at or under another
+/// stays at or under it in this form.
+fn unicode(p: PathBuf) -> PathBuf {
+    match p.to_str() {
+        Some(_) => p,
+        None => PathBuf::from(p.to_string_lossy().into_owned()),
+    }
+}
+
 /// The paths an argv element or environment value names (see [`ProcessRefs::from_processes`]).
-fn value_paths(value: &[u8], cwd: Option<&Path>) -> Vec<PathBuf> {
-    let mut parts: Vec<&[u8]> = vec![value];
-    parts.extend(value.split(|b| *b == b':'));
-    let mut texts: Vec<&[u8]> = Vec::new();
+#[cfg(target_os = "linux")]
+fn value_paths(value: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
+    let mut parts: Vec<&str> = vec![value];
+    parts.extend(value.split(':'));
+    let mut texts: Vec<&str> = Vec::new();
     for part in parts {
         if part.is_empty() {
             continue;
         }
         texts.push(part);
-        if let Some(i) = part.iter().position(|b| *b == b'=') {
+        if let Some(i) = part.find('=') {
             texts.push(&part[i + 1..]);
         }
-        if part.starts_with(b"-") {
-            if let Some(i) = part.iter().position(|b| *b == b'/') {
+        if part.starts_with('-') {
+            if let Some(i) = part.find('/') {
                 texts.push(&part[i..]);
             }
         }
@@ -346,7 +460,7 @@ fn value_paths(value: &[u8], cwd: Option<&Path>) -> Vec<PathBuf> {
         if t.is_empty() {
             continue;
         }
-        let p = Path::new(OsStr::from_bytes(t));
+        let p = Path::new(t);
         let full = if p.is_absolute() {
             absolute_normal(p)
         } else {
@@ -358,6 +472,38 @@ fn value_paths(value: &[u8], cwd: Option<&Path>) -> Vec<PathBuf> {
 }
 
 #[cfg(test)]
+mod unsupported_tests {
+    use super::*;
+
+    #[test]
+    fn an_os_without_a_backend_knows_no_directory_to_be_unused() {
+        let live = Liveness::unsupported(NO_BACKEND);
+        assert_eq!(live.invoking_uid().unwrap(), None);
+        assert_eq!(live.source(), None);
+        let refs = live.read().unwrap();
+        assert!(refs.is_empty());
+        assert_eq!(refs.processes, 0);
+        let why = format!("{NOT_KNOWN_UNUSED}{NO_BACKEND}");
+        assert_eq!(refs.unsupported_why().as_deref(), Some(why.as_str()));
+        // Whatever the directory's mode, it may be in use.
+        for mode in [0o040700, 0o040755] {
+            assert_eq!(refs.unseen_user(mode).as_deref(), Some(why.as_str()));
+        }
+    }
+
+    #[test]
+    fn the_backend_of_this_os() {
+        let live = Liveness::for_this_os(Path::new("/proc")).unwrap();
+        if cfg!(target_os = "linux") {
+            assert!(matches!(live.source(), Some(p) if p == Path::new("/proc")));
+            assert!(live.read().unwrap().unsupported.is_none());
+        } else {
+            assert!(live.read().unwrap().unsupported_why().is_some());
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
@@ -448,6 +594,36 @@ mod tests {
         assert_eq!(via(&r, "/t/go-build6"), Some(Via::Argv));
         // The cwd, each argument taken whole (relative to the cwd) and the path after `=`.
         assert_eq!(r.len(), 4);
+    }
+
+    #[test]
+    fn a_path_that_is_not_unicode_is_found_under_its_directory() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let r = refs(ProcessInfo {
+            pid: 3,
+            argv: vec![bytes(b"-o=/x/go-build1/b\xff/a.o")],
+            ..Default::default()
+        });
+        assert_eq!(via(&r, "/x/go-build1"), Some(Via::Argv));
+        // A directory whose own path is not Unicode is found by its references, whichever
+        // way they come.
+        let dir = PathBuf::from(bytes(b"/x/\xfe/go-build2"));
+        for p in [
+            ProcessInfo {
+                pid: 4,
+                cwd: Some(dir.join("b001")),
+                ..Default::default()
+            },
+            ProcessInfo {
+                pid: 5,
+                environ: vec![bytes(b"WORK=/x/\xfe/go-build2")],
+                ..Default::default()
+            },
+        ] {
+            assert!(refs(p.clone()).referencing(&dir).is_some(), "{p:?}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The build-dirs pack's [`Target`]: every `reclaim_dir` action is checked again immediately
 //! before it runs (still a real directory, still the invoking user's, not a mount point, its
-//! tree digest unchanged, referenced by no live process in a fresh read of `/proc`, and not
+//! tree digest unchanged, referenced by no live process in a fresh read of the liveness backend (`/proc` on Linux),
+//! and not
 //! possibly used by a process that read could not see into), then deleted through
 //! the one delete seam (`WritableRoot::remove_tree`, which never follows a symlink), and
 //! receipted with the bytes freed by [`crate::execute`], like every other action.
@@ -11,8 +12,8 @@
 
 use std::path::Path;
 
+use engine::liveness::Liveness;
 use engine::records::Receipt;
-use fsroot::procfs::Procfs;
 use fsroot::{EntryKind, LockGuard, Problem, Root, WritableRoot};
 use plan::{Action, OutcomeKind, PlannedAction};
 
@@ -25,10 +26,11 @@ use crate::{append_json_line, check_precondition, Extra, Refusal, Step, Target};
 pub struct BuildDirsTarget<'a> {
     /// The roots, each under the absolute name the plan's actions carry in `root`.
     pub roots: &'a [(String, WritableRoot)],
-    /// `/proc`, read again before each deletion.
-    pub procfs: &'a Procfs,
-    /// The invoking user's uid.
-    pub uid: u32,
+    /// The liveness backend (`/proc` on Linux), read again before each deletion.
+    pub liveness: &'a Liveness,
+    /// The invoking user's uid; `None` when the backend cannot tell it (then no directory is
+    /// the invoking user's).
+    pub uid: Option<u32>,
     /// The directory of the receipts file (and of the run's lock).
     pub state: &'a WritableRoot,
     /// The receipts file, relative to `state`.
@@ -103,7 +105,12 @@ impl Target for BuildDirsTarget<'_> {
             Ok(Some(s)) if s.kind != EntryKind::Dir => {
                 return Err(Refusal::Skip("no longer a real directory".into()))
             }
-            Ok(Some(s)) if s.owner.as_uid() != Some(self.uid) => {
+            Ok(Some(_)) if self.uid.is_none() => {
+                return Err(Refusal::Skip(
+                    "the invoking user cannot be told on this OS: no directory is theirs".into(),
+                ))
+            }
+            Ok(Some(s)) if s.owner.as_uid() != self.uid => {
                 return Err(Refusal::Skip(match s.owner.as_uid() {
                     Some(uid) => format!("now owned by uid {uid}, not by the invoking user"),
                     None => "its owner cannot be told on this OS".to_owned(),
@@ -131,9 +138,8 @@ impl Target for BuildDirsTarget<'_> {
         // Liveness last, closest to the deletion: a live reference, or a process that could
         // not be read (or seen) and could be using the directory, keeps it.
         let processes = self
-            .procfs
-            .scan()
-            .map(engine::liveness::ProcessRefs::from_scan)
+            .liveness
+            .read()
             .map_err(|e| Refusal::Skip(format!("cannot check for live processes: {e}")))?;
         let live = processes
             .referencing(&shown)
@@ -141,7 +147,10 @@ impl Target for BuildDirsTarget<'_> {
         if let Some(r) = live {
             return Err(Refusal::Skip(format!("referenced by a live process: {r}")));
         }
-        if let Some(why) = processes.unseen_user(stat.mode) {
+        if let Some(why) = processes
+            .unsupported_why()
+            .or_else(|| processes.unseen_user(stat.mode))
+        {
             return Err(Refusal::Skip(why));
         }
         Ok((index, stat))
@@ -239,6 +248,9 @@ impl BuildDirsTarget<'_> {
 mod tests {
     use super::*;
 
+    // Makes a symlink (Unix; a tree holding one is not made under Wine, whose `remove_dir_all`
+    // follows it).
+    #[cfg(unix)]
     #[test]
     fn pending_deletions_that_cannot_be_listed_are_reported_not_taken_for_none() {
         let tmp = tempfile::tempdir().unwrap();

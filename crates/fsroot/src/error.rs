@@ -109,6 +109,16 @@ impl Error {
         }
     }
 
+    /// Whether the OS refused for a reason that passes by itself: on Windows, access denied,
+    /// a sharing violation or a lock violation (errors 5, 32, 33), which a scanner or indexer
+    /// holding the file for a moment gives (platforms.md §8.14). Never on Unix.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => crate::sys::is_transient(source),
+            _ => false,
+        }
+    }
+
     /// The full path the error concerns.
     pub fn path(&self) -> &Path {
         match self {

@@ -29,6 +29,8 @@ mod error;
 mod fault;
 mod lock;
 mod problem;
+// Linux's liveness backend (`engine::liveness::Liveness`): `/proc` exists there only.
+#[cfg(target_os = "linux")]
 pub mod procfs;
 mod sys;
 pub mod temp;
@@ -1067,12 +1069,28 @@ impl WritableRoot {
         }
     }
 
-    /// Takes a non-blocking exclusive `flock` on `rel`, creating it with `mode` when `create`
-    /// is set. The lock lasts as long as the returned guard.
+    /// Takes the app's non-blocking exclusive lock on `rel` (`flock` on Unix, `LockFileEx` on
+    /// the app's byte range on Windows), creating it with `mode` when `create` is set. The lock
+    /// lasts as long as the returned guard. A file with other hard links is refused, and after
+    /// locking, the locked file must still be the one at `rel` (same [`FileId`], as the app's
+    /// `owner_lock_is_at_path` checks, platforms.md §8.13): one renamed away or replaced
+    /// meanwhile belongs to whoever moved it, and is reported [`TryLock::Held`].
     pub fn try_lock(&self, rel: &Path, create: bool, mode: u32) -> Result<TryLock> {
-        match self.open_lock_file(rel, create, mode)? {
-            Some(f) => f.try_lock(),
-            None => Ok(TryLock::Missing),
+        let Some(f) = self.open_lock_file(rel, create, mode)? else {
+            return Ok(TryLock::Missing);
+        };
+        let meta = sys::file_meta(&f.file).map_err(|e| self.err("lock", rel, e))?;
+        if meta.nlink > 1 {
+            return Err(Error::HardLinked {
+                path: self.display_path(rel),
+            });
+        }
+        match f.try_lock()? {
+            TryLock::Acquired(g) => match self.stat(rel)? {
+                Some(now) if now.id == meta.id => Ok(TryLock::Acquired(g)),
+                _ => Ok(TryLock::Held),
+            },
+            other => Ok(other),
         }
     }
 }

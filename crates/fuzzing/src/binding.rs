@@ -48,8 +48,8 @@ fn tree() -> &'static Tree {
             crate::write(&s, &format!("{store}/owner.json"), b"{}");
         }
         crate::write(&base, "outside/runtime/owner.json", b"{}");
-        std::os::unix::fs::symlink(&s, base.join("link")).expect("link to S");
-        std::os::unix::fs::symlink(base.join("outside"), s.join("out")).expect("link out of S");
+        test_support::unix::symlink(&s, base.join("link")).expect("link to S");
+        test_support::unix::symlink(base.join("outside"), s.join("out")).expect("link out of S");
         Tree {
             given: base.join("link"),
             canonical: s,

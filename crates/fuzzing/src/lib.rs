@@ -15,20 +15,29 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod admin;
+// Its tree holds symbolic links (Unix).
+#[cfg(unix)]
 mod binding;
 mod document;
+// It reads a procfs (`fsroot::procfs`, Linux).
+#[cfg(target_os = "linux")]
 mod liveness;
 mod names;
 mod plan_file;
 mod thread;
 
 pub use admin::{restore_purge, RUN as ADMIN_RUN};
+#[cfg(unix)]
 pub use binding::binding;
 pub use document::document;
-pub use liveness::{liveness, SEP as LIVENESS_SEP};
+#[cfg(target_os = "linux")]
+pub use liveness::liveness;
 pub use names::{duration, id_tokens, run_id, temp_name};
 pub use plan_file::plan_file;
 pub use thread::thread;
+
+/// The separator of the parts of a `liveness` input: a byte no UTF-8 text holds.
+pub const LIVENESS_SEP: u8 = 0xff;
 
 /// A fuzz target's function.
 pub type Target = fn(&[u8]);
@@ -39,7 +48,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("thread", thread),
     ("plan_file", plan_file),
     ("restore_purge", restore_purge),
+    #[cfg(target_os = "linux")]
     ("liveness", liveness),
+    #[cfg(unix)]
     ("binding", binding),
     ("id_tokens", id_tokens),
     ("duration", duration),

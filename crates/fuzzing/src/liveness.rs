@@ -7,15 +7,12 @@
 //! a line. They are laid out as a procfs in a temporary directory under this process's own pid,
 //! which the scan requires to find.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use engine::liveness::ProcessRefs;
 use fsroot::procfs::Procfs;
 
-/// The separator of the parts.
-pub const SEP: u8 = 0xff;
+use crate::LIVENESS_SEP as SEP;
 
 /// Scans the fake procfs and indexes it, and asserts:
 ///
@@ -45,11 +42,11 @@ pub fn liveness(data: &[u8]) {
     let dir = tmp.path().join(pid.to_string());
     std::fs::create_dir_all(dir.join("fd")).expect("fd/");
     let link = |target: &[u8], at: &Path| {
-        std::os::unix::fs::symlink(OsStr::from_bytes(target), at).expect("a link");
+        test_support::unix::symlink(test_support::unix::os_string(target), at).expect("a link");
     };
     let cwd = linkable(cwd).then(|| {
         link(cwd, &dir.join("cwd"));
-        PathBuf::from(OsStr::from_bytes(cwd))
+        PathBuf::from(test_support::unix::os_string(cwd))
     });
     std::fs::write(dir.join("cmdline"), cmdline).expect("cmdline");
     std::fs::write(dir.join("environ"), environ).expect("environ");
@@ -72,18 +69,30 @@ pub fn liveness(data: &[u8]) {
             .map(<[u8]>::to_vec)
             .collect()
     };
-    let argv: Vec<Vec<u8>> = p.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let argv: Vec<Vec<u8>> = p
+        .argv
+        .iter()
+        .map(|a| a.as_encoded_bytes().to_vec())
+        .collect();
     assert_eq!(argv, split(cmdline));
-    let env: Vec<Vec<u8>> = p.environ.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let env: Vec<Vec<u8>> = p
+        .environ
+        .iter()
+        .map(|a| a.as_encoded_bytes().to_vec())
+        .collect();
     assert_eq!(env, split(environ));
-    let mut got: Vec<&[u8]> = p.fds.iter().map(|f| f.as_os_str().as_bytes()).collect();
+    let mut got: Vec<&[u8]> = p
+        .fds
+        .iter()
+        .map(|f| f.as_os_str().as_encoded_bytes())
+        .collect();
     let mut want = fds.clone();
     got.sort();
     want.sort();
     assert_eq!(got, want, "fd targets");
     assert!(p.maps.windows(2).all(|w| w[0] < w[1]), "maps sorted, once");
     for m in &p.maps {
-        let b = m.as_os_str().as_bytes();
+        let b = m.as_os_str().as_encoded_bytes();
         assert!(b.starts_with(b"/"), "a relative mapped path {m:?}");
         assert!(
             maps.windows(b.len()).any(|w| w == b),
@@ -99,16 +108,17 @@ pub fn liveness(data: &[u8]) {
         .iter()
         .chain(&info.fds)
         .chain(&info.maps)
-        .map(|p| p.as_os_str().as_bytes())
+        .map(|p| p.as_os_str().as_encoded_bytes())
         .chain(
             info.argv
                 .iter()
-                .map(|a| a.as_bytes())
+                .map(|a| a.as_encoded_bytes())
                 .filter(|a| !a.contains(&b':')),
         )
         .filter(|b| b.starts_with(b"/"));
     for path in must_find {
-        let q = Path::new(OsStr::from_bytes(path));
+        let q = PathBuf::from(test_support::unix::os_string(path));
+        let q = q.as_path();
         let r = refs
             .referencing(q)
             .unwrap_or_else(|| panic!("{q:?} is referenced, yet not found"));

@@ -80,7 +80,7 @@ fn build_recovered_in<'a>(
         }
     }
     let root = Root::open(s).expect("open the temporary S");
-    let canonical = root.canonical_anchor().join(STORE);
+    let canonical = store::relpath::native(root.canonical_anchor(), STORE);
     let recovered = build_recovered(&root, STORE, record)?;
     Ok((recovered, canonical.to_string_lossy().into_owned()))
 }

@@ -540,6 +540,8 @@ mod tests {
         assert!(!refs.is_bound("s/runtime"));
     }
 
+    // Makes a symlink (Unix).
+    #[cfg(unix)]
     #[test]
     fn a_binding_spelled_through_a_symlink_binds_its_store() {
         let tmp = tempfile::tempdir().unwrap();

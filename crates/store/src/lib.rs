@@ -11,6 +11,7 @@ pub mod progress;
 pub mod rebuild;
 pub mod recognize;
 pub mod recover;
+pub mod relpath;
 pub mod scan;
 pub mod time;
 pub mod title;

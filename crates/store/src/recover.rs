@@ -29,14 +29,20 @@ pub struct RecoverySummary {
     pub messages: u64,
 }
 
-/// `runtime_store.execution_scope` (codewhale-format.md §4.5): lowercase hex SHA-256 of the
-/// store's `owner_id`, a zero byte, and `<canonical store path>/events.lock`.
+/// `runtime_store.execution_scope` (codewhale-format.md §4.5, platforms.md §8.2): lowercase hex
+/// SHA-256 of the store's `owner_id`, a zero byte, and `<canonical store path>/events.lock`.
 pub fn execution_scope(owner_id: &str, canonical_store: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut h = Sha256::new();
     h.update(owner_id.as_bytes());
     h.update([0u8]);
-    h.update(canonical_store.join("events.lock").as_os_str().as_bytes());
+    // The bytes the app hashes (`as_encoded_bytes`): a Unix path's own bytes, WTF-8 on
+    // Windows (platforms.md §2), with the OS's separator before `events.lock`.
+    h.update(
+        canonical_store
+            .join("events.lock")
+            .as_os_str()
+            .as_encoded_bytes(),
+    );
     fsroot::hex(&h.finalize())
 }
 
@@ -291,7 +297,7 @@ pub fn build_recovered(
     let Some(r) = rebuild(&records, thread)? else {
         return Ok(None);
     };
-    let canonical = root.canonical_anchor().join(store);
+    let canonical = crate::relpath::native(root.canonical_anchor(), store);
     let scope = execution_scope(&owner, &canonical);
     let t = &r.thread;
     let latest = r

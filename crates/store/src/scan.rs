@@ -1060,7 +1060,8 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
     };
     if !holds_work && !ext.automations.is_empty() {
         if let Some(owner) = &owner_id {
-            let scope = crate::recover::execution_scope(owner, &root.canonical_anchor().join(path));
+            let store = crate::relpath::native(root.canonical_anchor(), path);
+            let scope = crate::recover::execution_scope(owner, &store);
             holds_work = ext
                 .automations
                 .iter()

@@ -61,3 +61,23 @@ impl SplitMix64 {
         s
     }
 }
+
+/// The Unix facilities test tooling needs beyond std's portable API (the product reaches the
+/// OS only through `fsroot::sys`): links, and paths spelled in raw bytes.
+#[cfg(unix)]
+pub mod unix {
+    use std::ffi::OsString;
+    use std::io;
+    use std::os::unix::ffi::OsStringExt;
+    use std::path::Path;
+
+    /// A symbolic link at `at` to `target`.
+    pub fn symlink(target: impl AsRef<Path>, at: impl AsRef<Path>) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, at)
+    }
+
+    /// The OS string of these bytes (any bytes but NUL name a path on Unix).
+    pub fn os_string(bytes: &[u8]) -> OsString {
+        OsString::from_vec(bytes.to_vec())
+    }
+}

@@ -90,7 +90,12 @@ fn judge(cx: &BuildContext<'_>, e: &RootEntry) -> Verdict {
         }
         None => return Verdict::Spare("cannot check whether it is a mount point".into()),
     }
-    if e.uid != cx.config.uid {
+    // Where liveness cannot be read at all (an OS without a backend), no directory is known to
+    // be unused, whoever owns it.
+    if let Some(why) = cx.processes.unsupported_why() {
+        return Verdict::Spare(why);
+    }
+    if Some(e.uid) != cx.config.uid {
         return Verdict::Spare(format!("owned by uid {}, not by the invoking user", e.uid));
     }
     // A deletion cut short changed the directory's mtime; the run that started it had found

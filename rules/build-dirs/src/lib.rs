@@ -2,7 +2,8 @@
 //! see one root's depth-1 entries and the live process references (`engine::BuildContext`).
 
 mod b1_leaked_go_workdir;
-#[cfg(test)]
+// The tests feed B1 processes as `/proc` reports them (`fsroot::procfs`, Linux).
+#[cfg(all(test, target_os = "linux"))]
 mod tests;
 
 pub use b1_leaked_go_workdir::{is_go_work_dir_name, LeakedGoWorkdir};

@@ -70,7 +70,7 @@ fn plan_seeing(
         max_actions: 500,
         min_age_secs: HOUR,
         now: Timestamp(NOW),
-        uid: ME,
+        uid: Some(ME),
     };
     let out = LeakedGoWorkdir.plan(&BuildContext {
         listing: &listing,
@@ -168,6 +168,32 @@ fn b1_spares_a_symlink_and_a_file() {
         ..dir("go-build1", 2 * DAY)
     };
     assert_eq!(spared(&plan(vec![file])), "not a directory");
+}
+
+#[test]
+fn b1_reclaims_nothing_where_liveness_cannot_be_read() {
+    // Another user's directory too: the reason is the liveness, not the owner.
+    let theirs = RootEntry {
+        uid: 0,
+        ..dir("go-build2", 2 * DAY)
+    };
+    let out = plan_seeing(
+        vec![dir("go-build1", 2 * DAY), theirs],
+        ProcessRefs::unsupported(engine::liveness::NO_BACKEND),
+        &[],
+    );
+    assert!(out.proposals.is_empty(), "{:?}", out.proposals);
+    assert_eq!(out.skipped.len(), 2);
+    for s in &out.skipped {
+        assert_eq!(
+            s.why,
+            format!(
+                "{}{}",
+                engine::liveness::NOT_KNOWN_UNUSED,
+                engine::liveness::NO_BACKEND
+            )
+        );
+    }
 }
 
 #[test]

@@ -23,6 +23,8 @@ Exit codes:
 
 Environment:
   CODEWHALE_HOME      where the default sessions directory lives ($CODEWHALE_HOME/sessions)
+  HOME, USERPROFILE   else the home holding it (~/.codewhale/sessions): HOME, then USERPROFILE,
+                      then on Windows HOMEDRIVE+HOMEPATH, then the OS's home directory
   DOCTOR_NOW          an RFC 3339 instant used as \"now\" (tests, reproducible runs)
   DOCTOR_LOG          a tracing filter for the logs on stderr (else RUST_LOG; -v, -vv, -vvv)
   NO_COLOR            no colour in the text output; CLICOLOR_FORCE forces it
@@ -124,7 +126,8 @@ pub enum Command {
 /// `--sessions-dir`.
 #[derive(Debug, Args)]
 pub struct DirArg {
-    /// The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions).
+    /// The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions,
+    /// the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH).
     #[arg(long, value_name = "DIR")]
     pub sessions_dir: Option<PathBuf>,
 }

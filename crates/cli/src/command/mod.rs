@@ -42,7 +42,8 @@ pub fn main() -> ExitCode {
         }
     };
     // A run a signal stopped (after the action in progress, with its report) ends with the
-    // shell's code for that signal: 129 SIGHUP, 130 SIGINT, 143 SIGTERM.
+    // shell's code for that signal: 129 SIGHUP, 130 SIGINT (Ctrl-C on Windows too), 143
+    // SIGTERM.
     match exec::interrupt::stop_requested() {
         Some(sig) => {
             let _ = writeln!(
@@ -61,6 +62,7 @@ pub fn main() -> ExitCode {
 /// receipt, then stops with its report ([`exec::interrupt`]); before that (planning, a dry
 /// run, a listing) nothing has been changed, and the process exits at once with 128 + the
 /// signal's number.
+#[cfg(unix)]
 fn watch_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
@@ -69,16 +71,47 @@ fn watch_signals() {
     };
     std::thread::spawn(move || {
         for sig in signals.forever() {
-            if !exec::interrupt::request_stop(sig) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "doctor: stopped by {} before anything was changed",
-                    exec::interrupt::signal_name(sig)
-                );
-                std::process::exit(128 + sig);
-            }
+            on_signal(sig);
         }
     });
+}
+
+/// Catches Ctrl-C (and Ctrl-Break) and SIGTERM as the C runtime delivers them on Windows
+/// (SIGINT 2, SIGBREAK 21 taken as SIGINT, SIGTERM 15), with what [`on_signal`] does on Unix.
+/// signal-hook's iterator is Unix-only, so its flag records the signal and a thread of its
+/// own takes it within 10 ms.
+#[cfg(windows)]
+fn watch_signals() {
+    use signal_hook::consts::{SIGBREAK, SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let caught = Arc::new(AtomicUsize::new(0));
+    for (sig, as_sig) in [(SIGINT, SIGINT), (SIGBREAK, SIGINT), (SIGTERM, SIGTERM)] {
+        let as_sig = usize::try_from(as_sig).unwrap_or_default();
+        if signal_hook::flag::register_usize(sig, Arc::clone(&caught), as_sig).is_err() {
+            return;
+        }
+    }
+    std::thread::spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        match caught.swap(0, Ordering::SeqCst) {
+            0 => {}
+            sig => on_signal(i32::try_from(sig).unwrap_or(SIGINT)),
+        }
+    });
+}
+
+/// A caught signal: a run applying a plan stops after the action in progress; any other ends
+/// the process now with 128 + the signal's number.
+fn on_signal(sig: i32) {
+    if !exec::interrupt::request_stop(sig) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "doctor: stopped by {} before anything was changed",
+            exec::interrupt::signal_name(sig)
+        );
+        std::process::exit(128 + sig);
+    }
 }
 
 // The edge: the environment is read here (clippy.toml).
@@ -132,14 +165,22 @@ impl std::io::Write for LogWriter {
     }
 }
 
-/// The sessions directory a command works on: `--sessions-dir`, else the default.
+/// The sessions directory a command works on: `--sessions-dir`, else the default
+/// ([`crate::AppHome`]). A default that does not exist while the app's legacy
+/// `~/.deepseek/sessions` does is reported ([`Error::OnlyLegacySessions`]), never migrated.
 fn sessions_dir(dir: &Option<PathBuf>) -> Result<PathBuf, Error> {
-    match dir {
-        Some(d) => Ok(d.clone()),
-        None => crate::default_sessions_dir().ok_or_else(|| {
-            Error::BadEnvironment("no --sessions-dir and no HOME to find the default".into())
-        }),
+    if let Some(d) = dir {
+        return Ok(d.clone());
     }
+    let home = crate::AppHome::from_env().map_err(Error::BadEnvironment)?;
+    let s = home.sessions_dir();
+    if let Some(legacy) = home.legacy_sessions {
+        let exists = |p: &Path| fsroot::Root::open(p).is_ok();
+        if !exists(&s) && exists(&legacy) {
+            return Err(Error::OnlyLegacySessions { dir: s, legacy });
+        }
+    }
+    Ok(s)
 }
 
 fn options(dir: &Option<PathBuf>, clock: Clock) -> Result<RepairOptions, Error> {

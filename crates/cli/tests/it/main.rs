@@ -31,6 +31,7 @@ mod live_holders;
 mod restore_purge;
 mod run_ids;
 mod schemas;
+mod sessions_dir;
 mod torn_logs;
 
 // Unix only: rows of symlinks and sockets.

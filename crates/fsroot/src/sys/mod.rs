@@ -38,6 +38,11 @@
 //!   FAIL_IMMEDIATELY)` at offset 128, length `0x7FFF_FFFF_FFFF_FFFF`. `Ok(false)`: another
 //!   holder (`WouldBlock`, or raw 32 / 33 on Windows).
 //! - `is_link_error(&io::Error)`: the error an open gives for a link it refused to follow.
+//! - `is_transient(&io::Error)`: an error that passes by itself (Windows 5, 32, 33 from a
+//!   scanner holding a file for a moment; never on Unix).
+//! - `set_mode(&File, mode)`: exact permission bits (a no-op on Windows).
+//! - `Dir::hard_link(name, to, to_name)`: the fallback of a create that must not replace,
+//!   where `rename_noreplace` is `Unsupported` (never on Windows).
 //! - `process_alive(pid) -> Option<bool>`: whether a process id names a running process;
 //!   `None` when that cannot be told.
 

@@ -72,6 +72,7 @@ fn cap_meta(m: &cap_std::fs::Metadata) -> Meta {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// The `open` flags of `opts`: never following, never blocking (a fifo does not wait for a
 /// writer), close-on-exec.
 fn oflags(opts: &FileOpts) -> OFlags {
@@ -320,6 +321,11 @@ pub(crate) fn unlock(f: &File) -> io::Result<()> {
 /// refused.
 pub(crate) fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+}
+
+/// No Unix error passes by itself (Windows' sharing violations have no counterpart).
+pub(crate) fn is_transient(_: &io::Error) -> bool {
+    false
 }
 
 /// Gives the file exactly the permission bits `mode` (the umask may have cleared some).

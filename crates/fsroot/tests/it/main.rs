@@ -5,4 +5,6 @@
 // the product (std::fs only through this crate's root) does not apply here.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod locks;
 mod root;
+mod windows;

@@ -3,8 +3,11 @@
 
 use std::path::Path;
 
+// On Windows the tests that need Unix facilities (symlinks, fifos, modes, fds) are left out.
+#[cfg_attr(not(unix), allow(unused_imports))]
 use fsroot::{EntryKind, Error, LockProbe, Root, TryLock, WritableRoot};
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn refuses_paths_that_leave_the_root() {
     let tmp = tempfile::tempdir().unwrap();
@@ -35,6 +38,7 @@ fn refuses_paths_that_leave_the_root() {
     );
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn the_delete_seam_never_follows_links() {
     let tmp = tempfile::tempdir().unwrap();
@@ -77,6 +81,7 @@ fn atomic_write_replaces_and_leaves_no_temp_file() {
     );
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn never_writes_through_a_symlink_inside_the_root() {
     let tmp = tempfile::tempdir().unwrap();
@@ -176,6 +181,7 @@ fn a_log_is_checked_appendable_without_a_write() {
     assert!(matches!(err, Error::HardLinked { .. }), "{err}");
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn appends_refuse_hard_links_and_never_block_on_a_fifo() {
     let tmp = tempfile::tempdir().unwrap();
@@ -208,6 +214,7 @@ fn appends_refuse_hard_links_and_never_block_on_a_fifo() {
     );
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn create_atomic_never_replaces_and_keeps_the_mode() {
     use std::os::unix::fs::PermissionsExt;
@@ -237,6 +244,7 @@ fn create_atomic_never_replaces_and_keeps_the_mode() {
     assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn remove_tree_walks_held_handles_at_any_depth() {
     let tmp = tempfile::tempdir().unwrap();
@@ -265,6 +273,7 @@ fn remove_tree_walks_held_handles_at_any_depth() {
 
 /// A tree split in two by an entry-by-entry move digests, merged, as it did whole; names in
 /// both halves are refused.
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn a_split_tree_digests_merged_as_it_did_whole() {
     let tmp = tempfile::tempdir().unwrap();
@@ -294,6 +303,7 @@ fn a_split_tree_digests_merged_as_it_did_whole() {
 
 /// The doctor's own record files are read only when they have a single link: a hard link may
 /// stand for a file outside the root. A fifo in their place never blocks the read.
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn record_reads_refuse_hard_links_and_fifos() {
     let tmp = tempfile::tempdir().unwrap();
@@ -323,6 +333,7 @@ fn record_reads_refuse_hard_links_and_fifos() {
 
 /// A file outside any store (`$GITHUB_STEP_SUMMARY`) is created when missing and appended to
 /// after; a symlink in its place is refused, and the file it points at is left as it was.
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn standalone_appends_create_then_append_and_refuse_symlinks() {
     let tmp = tempfile::tempdir().unwrap();
@@ -336,6 +347,7 @@ fn standalone_appends_create_then_append_and_refuse_symlinks() {
     assert!(fsroot::append_standalone_file(&tmp.path().join("missing/x.md"), b"x").is_err());
 }
 
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn a_held_directory_lists_reads_and_probes_through_its_handle() {
     let tmp = tempfile::tempdir().unwrap();
@@ -400,6 +412,7 @@ fn a_held_directory_lists_reads_and_probes_through_its_handle() {
 /// before it execs, which any process starting children has for a moment) is free at once: the
 /// guard unlocks the open file description before closing. The child here holds the copy as its
 /// stdin for as long as the test needs, so the race is deterministic.
+#[cfg(unix)] // Unix facilities: symlinks, fifos, modes or fds
 #[test]
 fn a_released_lock_is_free_while_another_process_holds_a_copy_of_its_descriptor() {
     use std::os::fd::AsFd;

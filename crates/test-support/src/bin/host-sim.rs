@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use fsroot::WritableRoot;
 use serde_json::{json, Map, Value};
-use std::os::unix::ffi::OsStrExt;
 
 use store::host::{Acquired, LiveLease, StoreOwnerLock};
 use store::Timestamp;
@@ -596,10 +595,10 @@ impl Sim {
     /// The binding of the documents of `s`: the store's absolute canonical path and its
     /// execution scope (SHA-256 of the owner id, a zero byte, `<store>/events.lock`).
     fn binding(&self, s: &Session) -> Value {
-        let data_dir = self.canonical.join(s.store());
+        let data_dir = store::relpath::native(&self.canonical, &s.store());
         let mut scope = s.owner_id.as_bytes().to_vec();
         scope.push(0);
-        scope.extend_from_slice(data_dir.join("events.lock").as_os_str().as_bytes());
+        scope.extend_from_slice(data_dir.join("events.lock").as_os_str().as_encoded_bytes());
         json!({
             "data_dir": data_dir.to_string_lossy(),
             "execution_scope": store::digest_of(&scope).sha256,
