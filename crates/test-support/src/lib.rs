@@ -9,7 +9,8 @@ use std::path::PathBuf;
 /// The path of test-support binary `name`, beside the binary `beside` (in the doctor's tests,
 /// `env!("CARGO_BIN_EXE_doctor")`). Panics with what to run when it was not built.
 pub fn binary(beside: &str, name: &str) -> PathBuf {
-    let path = std::path::Path::new(beside).with_file_name(name);
+    let path = std::path::Path::new(beside)
+        .with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         path.is_file(),
         "{} is missing: the test-support binaries are built by `cargo test --workspace` \

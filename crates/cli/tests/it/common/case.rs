@@ -45,9 +45,7 @@ pub fn set_mtime_recursive(path: &Path, at: SystemTime) {
             set_mtime_recursive(&entry.unwrap().path(), at);
         }
     }
-    std::fs::File::open(path)
-        .and_then(|f| f.set_modified(at))
-        .unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
+    super::set_mtime(path, at).unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
 }
 
 /// Sets each of a case's mtimes beneath `tree`.

@@ -450,11 +450,25 @@ pub fn demo_with_old_artifacts() -> (tempfile::TempDir, PathBuf) {
         "zeta/artifacts",
         "zeta",
     ] {
-        std::fs::File::open(s.join(p))
-            .and_then(|f| f.set_modified(old))
-            .unwrap();
+        set_mtime(&s.join(p), old).unwrap();
     }
     (tmp, s)
+}
+
+/// Sets the mtime of the file or directory at `path`. On Windows a directory opens only with
+/// `FILE_FLAG_BACKUP_SEMANTICS`, and setting a time needs only `FILE_WRITE_ATTRIBUTES`.
+pub fn set_mtime(path: &Path, at: std::time::SystemTime) -> std::io::Result<()> {
+    #[cfg(windows)]
+    let file = {
+        use std::os::windows::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .access_mode(0x100) // FILE_WRITE_ATTRIBUTES
+            .custom_flags(0x0200_0000) // FILE_FLAG_BACKUP_SEMANTICS
+            .open(path)?
+    };
+    #[cfg(not(windows))]
+    let file = std::fs::File::open(path)?;
+    file.set_modified(at)
 }
 
 /// Gives every file and directory under `to` the mtime of its namesake under `from` (after a
@@ -468,9 +482,7 @@ pub fn copy_mtimes(from: &Path, to: &Path) {
             .unwrap()
             .modified()
             .unwrap();
-        std::fs::File::open(to.join(&path))
-            .and_then(|f| f.set_modified(t))
-            .unwrap();
+        set_mtime(&to.join(&path), t).unwrap();
     }
 }
 
