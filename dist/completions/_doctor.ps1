@@ -60,7 +60,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             break
         }
         'doctor;status' {
-            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)')
+            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)')
             [CompletionResult]::new('--output-format', '--output-format', [CompletionResultType]::ParameterName, 'How to print the report')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The same as --output-format json')
@@ -93,7 +93,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             break
         }
         'doctor;sessions;repair' {
-            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)')
+            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)')
             [CompletionResult]::new('--max-actions', '--max-actions', [CompletionResultType]::ParameterName, 'Apply at most N actions; the rest are reported as deferred')
             [CompletionResult]::new('--artifact-idle', '--artifact-idle', [CompletionResultType]::ParameterName, 'How long an artifact directory must be unchanged before R5 sets it aside')
             [CompletionResult]::new('--select', '--select', [CompletionResultType]::ParameterName, 'Only these rules (comma-separated codes: R1,R3)')
@@ -129,7 +129,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             break
         }
         'doctor;sessions;list' {
-            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)')
+            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)')
             [CompletionResult]::new('--output-format', '--output-format', [CompletionResultType]::ParameterName, 'How to print the report')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The same as --output-format json')
@@ -144,7 +144,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
         }
         'doctor;sessions;restore' {
             [CompletionResult]::new('--item', '--item', [CompletionResultType]::ParameterName, 'Only this item: its original path, or its number in `sessions list RUN`; repeatable')
-            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)')
+            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)')
             [CompletionResult]::new('--output-format', '--output-format', [CompletionResultType]::ParameterName, 'How to print the report')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Plan and print; write nothing')
@@ -160,7 +160,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
         }
         'doctor;sessions;purge' {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'The minimum age of a run to purge (30m, 36h, 2w, 1day, 1h30m)')
-            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)')
+            [CompletionResult]::new('--sessions-dir', '--sessions-dir', [CompletionResultType]::ParameterName, 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)')
             [CompletionResult]::new('--output-format', '--output-format', [CompletionResultType]::ParameterName, 'How to print the report')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Purge runs that do not match their manifests too')

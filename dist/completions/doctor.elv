@@ -56,7 +56,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'doctor;status'= {
-            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)'
+            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)'
             cand --output-format 'How to print the report'
             cand --color 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)'
             cand --json 'The same as --output-format json'
@@ -87,7 +87,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'doctor;sessions;repair'= {
-            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)'
+            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)'
             cand --max-actions 'Apply at most N actions; the rest are reported as deferred'
             cand --artifact-idle 'How long an artifact directory must be unchanged before R5 sets it aside'
             cand --select 'Only these rules (comma-separated codes: R1,R3)'
@@ -121,7 +121,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'doctor;sessions;list'= {
-            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)'
+            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)'
             cand --output-format 'How to print the report'
             cand --color 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)'
             cand --json 'The same as --output-format json'
@@ -135,7 +135,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
         }
         &'doctor;sessions;restore'= {
             cand --item 'Only this item: its original path, or its number in `sessions list RUN`; repeatable'
-            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)'
+            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)'
             cand --output-format 'How to print the report'
             cand --color 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)'
             cand --dry-run 'Plan and print; write nothing'
@@ -150,7 +150,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
         }
         &'doctor;sessions;purge'= {
             cand --older-than 'The minimum age of a run to purge (30m, 36h, 2w, 1day, 1h30m)'
-            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)'
+            cand --sessions-dir 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)'
             cand --output-format 'How to print the report'
             cand --color 'Colour in the text output (auto: only on a terminal, never when NO_COLOR is set)'
             cand --force 'Purge runs that do not match their manifests too'

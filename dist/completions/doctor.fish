@@ -63,7 +63,7 @@ complete -c doctor -n "__fish_doctor_needs_command" -f -a "build-dirs" -d 'Leake
 complete -c doctor -n "__fish_doctor_needs_command" -f -a "rule" -d 'Explain a rule: with no CODE, a table of every rule'
 complete -c doctor -n "__fish_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c doctor -n "__fish_doctor_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c doctor -n "__fish_doctor_using_subcommand status" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)' -r -F
+complete -c doctor -n "__fish_doctor_using_subcommand status" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand status" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
 json-lines\t'One JSON object per line: progress, actions, then the summary'
@@ -98,7 +98,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_s
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -f -a "restore" -d 'Move the items of a set-aside run back to their original paths, verified first'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -f -a "purge" -d 'Delete whole set-aside runs older than a duration (the only deletion of session data)'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)' -r -F
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l max-actions -d 'Apply at most N actions; the rest are reported as deferred' -r
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l artifact-idle -d 'How long an artifact directory must be unchanged before R5 sets it aside' -r
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l select -d 'Only these rules (comma-separated codes: R1,R3)' -r
@@ -136,7 +136,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -l no-progress -d 'Never draw progress on stderr'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)' -r -F
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
 json-lines\t'One JSON object per line: progress, actions, then the summary'
@@ -152,7 +152,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l no-progress -d 'Never draw progress on stderr'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l item -d 'Only this item: its original path, or its number in `sessions list RUN`; repeatable' -r
-complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)' -r -F
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
 json-lines\t'One JSON object per line: progress, actions, then the summary'
@@ -169,7 +169,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l no-progress -d 'Never draw progress on stderr'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l older-than -d 'The minimum age of a run to purge (30m, 36h, 2w, 1day, 1h30m)' -r
-complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions)' -r -F
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
 json-lines\t'One JSON object per line: progress, actions, then the summary'

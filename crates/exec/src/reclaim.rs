@@ -244,13 +244,12 @@ impl BuildDirsTarget<'_> {
     }
 }
 
-#[cfg(test)]
+// The one test makes a symlink (Unix; a tree holding one is not made under Wine, whose
+// `remove_dir_all` follows it).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
-    // Makes a symlink (Unix; a tree holding one is not made under Wine, whose `remove_dir_all`
-    // follows it).
-    #[cfg(unix)]
     #[test]
     fn pending_deletions_that_cannot_be_listed_are_reported_not_taken_for_none() {
         let tmp = tempfile::tempdir().unwrap();
