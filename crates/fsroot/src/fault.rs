@@ -66,7 +66,7 @@ fn pause(n: u64, described: &str) {
 fn stop(n: u64, when: &str, what: &str, path: &Path) -> ! {
     say!(
         "doctor: fault point: stopped {when} mutation {n} ({what} {})",
-        path.display()
+        shown(path)
     );
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
@@ -95,7 +95,7 @@ fn maybe_pause(n: u64, what: &str, path: &Path) {
     let Some(texts) = pause_before() else {
         return;
     };
-    let described = format!("{what} {}", path.display());
+    let described = format!("{what} {}", shown(path));
     let Some(i) = texts
         .split('|')
         .enumerate()
@@ -124,20 +124,20 @@ pub(crate) fn mutation<T>(
     if trace() {
         say!(
             "doctor: fault point: mutation {n} ({what} {})",
-            path.display()
+            shown(path)
         );
     }
     maybe_pause(n, what, path);
     let at = fault_at().filter(|at| at.n == n);
     match at.map(|at| at.when) {
         Some(When::Before) => stop(n, "before", what, path),
-        Some(When::Pause) => pause(n, &format!("{what} {}", path.display())),
+        Some(When::Pause) => pause(n, &format!("{what} {}", shown(path))),
         Some(When::Fail) => {
             say!(
                 "doctor: fault point: failed mutation {n} ({what} {})",
-                path.display()
+                shown(path)
             );
-            return Err(std::io::Error::from_raw_os_error(5));
+            return Err(std::io::Error::from_raw_os_error(INJECTED_ERROR));
         }
         _ => {}
     }
@@ -147,3 +147,21 @@ pub(crate) fn mutation<T>(
     }
     out
 }
+
+/// The error a failed mutation gives: `EIO` on Unix, `ERROR_IO_DEVICE` (1117) on Windows, so
+/// it is never one of the errors Windows retries (5, 32, 33).
+const INJECTED_ERROR: i32 = if cfg!(windows) { 1117 } else { 5 };
+
+/// A path as the fault trace and `DOCTOR_PAUSE_BEFORE` spell it: components joined with `/` on
+/// every OS.
+fn shown(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.components() {
+        if !out.is_empty() && !out.ends_with('/') {
+            out.push('/');
+        }
+        out.push_str(&c.as_os_str().to_string_lossy());
+    }
+    out
+}
+
