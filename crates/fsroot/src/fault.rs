@@ -122,10 +122,7 @@ pub(crate) fn mutation<T>(
 ) -> std::io::Result<T> {
     let n = MUTATIONS.fetch_add(1, Ordering::SeqCst) + 1;
     if trace() {
-        say!(
-            "doctor: fault point: mutation {n} ({what} {})",
-            shown(path)
-        );
+        say!("doctor: fault point: mutation {n} ({what} {})", shown(path));
     }
     maybe_pause(n, what, path);
     let at = fault_at().filter(|at| at.n == n);
@@ -164,4 +161,3 @@ fn shown(path: &Path) -> String {
     }
     out
 }
-
