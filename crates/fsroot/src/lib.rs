@@ -265,6 +265,12 @@ impl Root {
     /// `whole`: the path names a directory, so a symlink as its last component is one on the
     /// way too (the kernel says `ENOTDIR` for it, not `ELOOP`).
     fn open_error(&self, op: &'static str, p: &Path, e: std::io::Error, whole: bool) -> Error {
+        // A directory where a file was asked for: Windows refuses the open itself (a file
+        // open there never opens a directory); Unix opens it and the kind check refuses it.
+        // Either way it is the same refusal.
+        if !whole && e.kind() == std::io::ErrorKind::IsADirectory {
+            return Error::not_a_file(&self.display_path(p));
+        }
         let maybe_link =
             sys::is_link_error(&e) || (whole && e.kind() == std::io::ErrorKind::NotADirectory);
         if maybe_link {

@@ -273,9 +273,12 @@ impl Demo {
     /// `text` with the copy's directory as `[S]` and the runs' ids (unique to each run) as
     /// `[DRY-RUN]` and `[RUN]`.
     pub(crate) fn redact(&self, text: &str) -> String {
+        let dir = self.dir.to_string_lossy().into_owned();
+        // A Windows path inside JSON has its backslashes escaped.
         text.replace(&self.dry.run, "[DRY-RUN]")
             .replace(&self.real.run, "[RUN]")
-            .replace(&self.dir.to_string_lossy().into_owned(), "[S]")
+            .replace(&dir.replace('\\', "\\\\"), "[S]")
+            .replace(&dir, "[S]")
     }
 }
 

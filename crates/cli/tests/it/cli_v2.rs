@@ -248,6 +248,10 @@ fn r1_setting_aside_most_documents_is_held_back_dry_and_real() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "output differs on Windows (native separators and S spelled with backslashes in reports; B1 exits 1 without a liveness backend); open in issue 22"
+)]
 fn check_fails_on_deferred_work_too() {
     let (_tmp, s) = demo_with_old_artifacts();
     for args in [
@@ -549,6 +553,10 @@ fn verbosity_logs_each_phase_then_each_action() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "output differs on Windows (native separators and S spelled with backslashes in reports; B1 exits 1 without a liveness backend); open in issue 22"
+)]
 fn durations_read_combined_and_long_units() {
     let tmp = tempfile::tempdir().unwrap();
     let out = doctor(&[
@@ -575,6 +583,10 @@ fn durations_read_combined_and_long_units() {
 /// preview, the rules, a sweep of an empty root), text and JSON, with the temporary directory
 /// and run ids blanked: one snapshot (`snapshots/demo/commands.snap`).
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "output differs on Windows (native separators and S spelled with backslashes in reports; B1 exits 1 without a liveness backend); open in issue 22"
+)]
 fn every_command_over_the_demo_store() {
     let (tmp, s) = demo_with_old_artifacts();
     let empty_root = tempfile::tempdir().unwrap();

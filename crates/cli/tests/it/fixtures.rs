@@ -440,6 +440,10 @@ impl Pack for Sessions {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "snapshots of stores whose bindings hold S differ on Windows (binding spelling and byte counts); open in issue 22"
+)]
 fn fixture_cases() {
     harness::fixture_cases::<Sessions>();
 }

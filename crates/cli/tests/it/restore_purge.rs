@@ -1166,6 +1166,10 @@ fn status(s: &Path) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
+)]
 fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1283,6 +1287,10 @@ fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
 /// owner lock still in the run) is finished by the next restore; a store missing from its run
 /// and never restored is refused, by name.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
+)]
 fn an_app_store_restore_cut_short_is_finished_and_one_missing_from_its_run_is_refused() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1319,6 +1327,10 @@ fn an_app_store_restore_cut_short_is_finished_and_one_missing_from_its_run_is_re
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
+)]
 fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1370,6 +1382,10 @@ fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
+)]
 fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
     let (_tmp, s) = app_store();
     put(&s, "torn.json", b"{");
@@ -1554,6 +1570,10 @@ fn status_items(opts: &doctor::RepairOptions, run: &str) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
+)]
 fn a_repairs_run_is_listed_numbered_and_restored_by_number() {
     use doctor::ItemState;
     let (_tmp, s) = demo_with_old_artifacts();

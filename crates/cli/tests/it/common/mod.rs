@@ -496,9 +496,16 @@ impl Redactions {
     pub fn new(paths: &[(&Path, &'static str)], runs: &[&str]) -> Redactions {
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (p, to) in paths {
-            pairs.push((p.to_string_lossy().into_owned(), to.to_string()));
+            let mut spellings = vec![p.to_string_lossy().into_owned()];
             if let Ok(c) = p.canonicalize() {
-                pairs.push((c.to_string_lossy().into_owned(), to.to_string()));
+                spellings.push(c.to_string_lossy().into_owned());
+            }
+            for text in spellings {
+                // A Windows path inside JSON has its backslashes escaped.
+                if text.contains('\\') {
+                    pairs.push((text.replace('\\', "\\\\"), to.to_string()));
+                }
+                pairs.push((text, to.to_string()));
             }
         }
         pairs.extend(runs.iter().map(|r| (r.to_string(), "[RUN]".to_owned())));
