@@ -317,6 +317,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
+    )]
     fn a_temporary_file_whose_writer_is_alive_or_that_lies_elsewhere_is_not_planned() {
         let tmp = tempfile::tempdir().unwrap();
         let own = fsroot::temp::name("mine.json".as_ref(), std::process::id(), 0);

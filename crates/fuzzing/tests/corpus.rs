@@ -61,6 +61,10 @@ fn every_past_crash_stays_fixed() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "the fuzz targets are listed by a Unix path; open in issue 22"
+)]
 fn every_target_has_a_fuzz_target_file_and_no_other_is_there() {
     let mut on_disk: Vec<String> = files(&fuzz_dir().join("fuzz_targets"))
         .iter()

@@ -563,6 +563,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
+    )]
     fn resolves_bindings_lexically_inside_s() {
         let a = Path::new("/home/u/.codewhale/sessions");
         let c = Path::new("/data/sessions");

@@ -586,6 +586,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
+    )]
     fn scope_hashes_owner_zero_and_events_lock_path() {
         let mut h = Sha256::new();
         h.update(b"owner_1\0/s/a/runtime/events.lock");
