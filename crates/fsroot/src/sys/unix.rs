@@ -23,53 +23,39 @@ use crate::{EntryKind, FileId, Owner};
 #[derive(Debug)]
 pub(crate) struct Dir(cap_std::fs::Dir);
 
-fn kind_of(ft: std::fs::FileType) -> EntryKind {
-    if ft.is_symlink() {
-        EntryKind::Symlink
-    } else if ft.is_dir() {
-        EntryKind::Dir
-    } else if ft.is_file() {
-        EntryKind::File
-    } else {
-        EntryKind::Other
+/// What the type bits of `st_mode` say (`S_IFMT`, the same on every Unix).
+fn kind_of_mode(mode: u32) -> EntryKind {
+    match mode & 0o170_000 {
+        0o120_000 => EntryKind::Symlink,
+        0o040_000 => EntryKind::Dir,
+        0o100_000 => EntryKind::File,
+        _ => EntryKind::Other,
     }
 }
 
+/// The [`Meta`] of what `std` or `cap-std` metadata says, from the same `stat` fields.
+macro_rules! meta_from {
+    ($m:expr) => {{
+        let m = $m;
+        Meta {
+            kind: kind_of_mode(m.mode()),
+            len: m.size(),
+            mtime: m.mtime(),
+            nlink: m.nlink(),
+            id: FileId::from_parts(m.dev(), m.ino()),
+            owner: Owner::uid(m.uid()),
+            mode: m.mode(),
+        }
+    }};
+}
+
 fn meta_of(m: &std::fs::Metadata) -> Meta {
-    Meta {
-        kind: kind_of(m.file_type()),
-        len: m.len(),
-        mtime: m.mtime(),
-        nlink: m.nlink(),
-        id: FileId::from_parts(m.dev(), m.ino()),
-        owner: Owner::uid(m.uid()),
-        mode: m.mode(),
-    }
+    meta_from!(m)
 }
 
 fn cap_meta(m: &cap_std::fs::Metadata) -> Meta {
     use cap_std::fs::MetadataExt as _;
-    let kind = {
-        let ft = m.file_type();
-        if ft.is_symlink() {
-            EntryKind::Symlink
-        } else if ft.is_dir() {
-            EntryKind::Dir
-        } else if ft.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        }
-    };
-    Meta {
-        kind,
-        len: m.len(),
-        mtime: m.mtime(),
-        nlink: m.nlink(),
-        id: FileId::from_parts(m.dev(), m.ino()),
-        owner: Owner::uid(m.uid()),
-        mode: m.mode(),
-    }
+    meta_from!(m)
 }
 
 #[cfg(target_os = "linux")]
