@@ -371,7 +371,9 @@ fn lexical(p: &Path) -> Option<Vec<String>> {
             Component::ParentDir => {
                 parts.pop()?;
             }
-            Component::Prefix(_) => return None,
+            // A Windows drive or share (`C:`, `\\?\C:`): kept as the first part, so a path
+            // is compared under S as given or under its canonical (verbatim) spelling.
+            Component::Prefix(pre) => parts.push(pre.as_os_str().to_str()?.to_owned()),
         }
     }
     Some(parts)
@@ -2217,10 +2219,6 @@ mod tests {
     /// as every record the doctor writes names it (docs/decisions.md, "Issue 22: portable
     /// paths").
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn an_absolute_path_under_s_is_named_with_slashes() {
         let tmp = tempfile::tempdir().unwrap();
         let root = Root::open(tmp.path()).unwrap();
