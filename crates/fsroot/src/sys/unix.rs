@@ -82,6 +82,17 @@ impl Dir {
         self.0.as_fd()
     }
 
+    /// The directory opened for reading (`.` from the handle): the handle may be an `O_PATH`
+    /// one, which can be neither read nor synced.
+    fn readable(&self) -> io::Result<std::os::fd::OwnedFd> {
+        Ok(rustix::fs::openat(
+            self.fd(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?)
+    }
+
     pub(crate) fn open_ambient(path: &Path) -> io::Result<Dir> {
         cap_std::fs::Dir::open_ambient_dir(path, cap_std::ambient_authority()).map(Dir)
     }
@@ -176,13 +187,7 @@ impl Dir {
 
     pub(crate) fn entries(&self) -> io::Result<Vec<(OsString, EntryKind)>> {
         use std::os::unix::ffi::OsStringExt;
-        // The handle may be an `O_PATH` one, which cannot be read: `.` is opened from it.
-        let fd = rustix::fs::openat(
-            self.fd(),
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = self.readable()?;
         let mut stream = rustix::fs::Dir::new(fd)?;
         let mut out = Vec::new();
         while let Some(ent) = stream.read() {
@@ -269,15 +274,9 @@ impl Dir {
         self.0.read_link_contents(name)
     }
 
-    /// fsyncs the directory. The handle may be an `O_PATH` one, which cannot be synced: `.` is
-    /// opened from it.
+    /// fsyncs the directory.
     pub(crate) fn sync(&self) -> io::Result<()> {
-        let fd = rustix::fs::openat(
-            self.fd(),
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = self.readable()?;
         Ok(rustix::fs::fsync(&fd)?)
     }
 }
