@@ -6,7 +6,7 @@
 //! run's overview ([`list_runs`]) and each item's state ([`list_run`]).
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use fsroot::{EntryKind, Problem, Root};
 use plan::{Action, ActionKind, ItemKind, OutcomeKind, Plan, PlannedAction, Precondition, Skipped};
@@ -356,45 +356,22 @@ impl Manifest {
     }
 }
 
-/// The normal components of `p` after resolving `.` and `..` lexically. `None` when a
-/// relative path climbs above its start, or a component is not UTF-8.
-fn lexical(p: &Path) -> Option<Vec<String>> {
-    let mut parts: Vec<String> = Vec::new();
-    for c in p.components() {
-        match c {
-            Component::Normal(s) => parts.push(s.to_str()?.to_owned()),
-            Component::CurDir | Component::RootDir => {}
-            // `/..` is `/`.
-            Component::ParentDir if p.is_absolute() => {
-                parts.pop();
-            }
-            Component::ParentDir => {
-                parts.pop()?;
-            }
-            // A Windows drive or share (`C:`, `\\?\C:`): kept as the first part, so a path
-            // is compared under S as given or under its canonical (verbatim) spelling.
-            Component::Prefix(pre) => parts.push(pre.as_os_str().to_str()?.to_owned()),
-        }
-    }
-    Some(parts)
-}
-
 /// `p` relative to S: an absolute path is normalised lexically and must lie under S as given
 /// or under its canonical path; a relative path (the doctor's own lines) is taken relative to
-/// S and must not climb out of it.
+/// S and must not climb out of it; a path that is neither (on Windows `\x`, `C:x`) is outside.
 fn relative_to_s(root: &Root, p: &str) -> Result<String, String> {
     let path = Path::new(p);
     let outside = || format!("{p} is outside the sessions directory");
+    let parts = refset::lexical(path).ok_or_else(outside)?;
+    let given = std::path::absolute(root.anchor()).unwrap_or_else(|_| root.anchor().into());
     let rel = if path.is_absolute() {
-        let abs = lexical(path).ok_or_else(outside)?;
-        let given = std::path::absolute(root.anchor()).unwrap_or_else(|_| root.anchor().into());
         [given.as_path(), root.canonical_anchor()]
-            .iter()
-            .filter_map(|a| lexical(a))
-            .find_map(|a| abs.strip_prefix(a.as_slice()).map(<[String]>::to_vec))
+            .into_iter()
+            .filter_map(refset::lexical)
+            .find_map(|a| parts.strip_prefix(a.as_slice()))
             .ok_or_else(outside)?
     } else {
-        lexical(path).ok_or_else(outside)?
+        &parts[..]
     };
     if rel.is_empty() {
         return Err(format!("{p} names the sessions directory itself"));
@@ -1835,10 +1812,6 @@ mod tests {
     /// after the move (codewhale-format §9.5 does not say), so the torn line may name an item
     /// in the run. It is refused, and the restore is partial; the whole line's item goes back.
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn a_torn_line_in_a_run_the_app_wrote_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path();
@@ -1970,10 +1943,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn a_run_is_named_by_its_id_latest_or_the_path_the_notice_line_prints() {
         let (tmp, root) = store();
         let abs = tmp.path().join(SET_ASIDE_DIR).join(RUN);
@@ -2118,16 +2087,26 @@ mod tests {
     /// refused by name; a name that only begins like them is not, and `..` is resolved
     /// lexically (above `/` it stays at `/`).
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn a_line_naming_the_doctors_own_directories_or_climbing_out_of_s_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path();
         std::fs::create_dir_all(s.join(SET_ASIDE_DIR).join(RUN)).unwrap();
         let root = Root::open(s).unwrap();
         let canonical = s.canonicalize().unwrap();
+        // The app's line below climbs above the root first: spelled on S's canonical path,
+        // except on Windows, where a verbatim path (`\\?\C:\`) means its `..` literally.
+        let beside = if cfg!(windows) { s } else { &canonical };
+        let climbing_above_the_root = |p: &Path| {
+            let mut parts = p.components();
+            let mut out: std::path::PathBuf = parts
+                .by_ref()
+                .take_while(|c| *c != std::path::Component::RootDir)
+                .collect();
+            out.push(std::path::Component::RootDir);
+            out.extend(["..", ".."]);
+            out.extend(parts);
+            out
+        };
         let doctor_line = |n: usize, original: &str| {
             serde_json::to_string(&ManifestLine {
                 run: RUN.into(),
@@ -2165,7 +2144,7 @@ mod tests {
                 "at": "2026-11-29T12:00:00Z",
                 "detail": null,
                 "moved_to": canonical.join(SET_ASIDE_DIR).join(RUN).join("z.json"),
-                "original": format!("/../..{}", canonical.join("z.json").display()),
+                "original": climbing_above_the_root(&beside.join("z.json")),
                 "reason": "set aside by the app"
             })
             .to_string(),
@@ -2295,10 +2274,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn a_run_lists_each_item_with_where_it_is_now() {
         let (_tmp, root) = store();
         let listed = list_run(&root, RUN, &no_rule).unwrap();
@@ -2391,10 +2366,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn restore_takes_items_by_path_or_by_number_in_the_listing() {
         let (_tmp, root) = store();
         let paths = |items: &[&str]| -> Vec<String> {

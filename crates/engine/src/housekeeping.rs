@@ -317,27 +317,41 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn a_temporary_file_whose_writer_is_alive_or_that_lies_elsewhere_is_not_planned() {
         let tmp = tempfile::tempdir().unwrap();
         let own = fsroot::temp::name("mine.json".as_ref(), std::process::id(), 0);
         let own = own.to_str().unwrap().to_owned();
         write(tmp.path(), &own, b"in flight");
-        write(tmp.path(), ".boot.json.doctor-tmp-1-0", b"pid 1 writes it");
+        // Another live process: one waiting on a pipe this test holds open.
+        let mut other = if cfg!(windows) {
+            let mut c = std::process::Command::new("cmd");
+            c.args(["/c", "pause"]);
+            c
+        } else {
+            std::process::Command::new("cat")
+        }
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        let others = fsroot::temp::name("boot.json".as_ref(), other.id(), 0);
+        let others = others.to_str().unwrap().to_owned();
+        write(tmp.path(), &others, b"another live process writes it");
         let stray = "alpha/artifacts/.notes.doctor-tmp-9999999-2";
         write(tmp.path(), stray, b"user data");
         let root = Root::open(tmp.path()).unwrap();
         let mut errors = Vec::new();
-        let candidates = [
-            own,
-            ".boot.json.doctor-tmp-1-0".to_owned(),
-            stray.to_owned(),
-        ];
-        assert!(plan_interrupted_writes(&root, &candidates, &mut errors).is_empty());
+        let candidates = [own, others, stray.to_owned()];
+        let planned = plan_interrupted_writes(&root, &candidates, &mut errors);
+        drop(other.stdin.take());
+        other.kill().ok();
+        other.wait().unwrap();
+        assert!(planned.is_empty(), "{planned:?}");
         assert!(errors.is_empty(), "{errors:?}");
+
+        // Once that writer is gone, its file is an interrupted write.
+        let planned = plan_interrupted_writes(&root, &candidates[1..2], &mut errors);
+        assert_eq!(planned.len(), 1, "{planned:?}");
     }
 
     // Holds the lease with `flock` (std's `File::lock` on Unix), as the app does there.

@@ -58,6 +58,21 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("temp_name", temp_name),
 ];
 
+/// The name of every target on every OS. `TARGETS` holds those this OS runs: `liveness` reads
+/// `/proc` (Linux) and `binding` resolves bindings through symlinks (Unix).
+pub const NAMES: &[&str] = &[
+    "document",
+    "thread",
+    "plan_file",
+    "restore_purge",
+    "liveness",
+    "binding",
+    "id_tokens",
+    "duration",
+    "run_id",
+    "temp_name",
+];
+
 /// The separator of the parts of a framed input (thread, restore_purge): a NUL byte, which no
 /// JSON text holds outside a string, where it is always escaped.
 pub const NUL: u8 = 0;

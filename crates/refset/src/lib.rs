@@ -164,18 +164,20 @@ pub fn resolve_binding(data_dir: &str, anchors: &[&Path]) -> Result<String, &'st
     const OUTSIDE: &str = "binding leads outside the sessions directory";
     let p = Path::new(data_dir);
     // An absolute binding is normalised first (`/s/../s/a` is `/s/a`), then taken relative to
-    // one of S's spellings; a relative one is relative to S.
+    // one of S's absolute spellings (S given as a relative path is matched through its
+    // canonical form only); a relative one is relative to S.
     let rel: Vec<&str> = if p.is_absolute() {
-        let abs = normalize(p, Vec::new())?;
+        let abs = lexical(p).ok_or(OUTSIDE)?;
         anchors
             .iter()
+            .filter(|a| a.is_absolute())
             .find_map(|a| {
-                let anchor = normalize(a, Vec::new()).ok()?;
+                let anchor = lexical(a)?;
                 abs.strip_prefix(anchor.as_slice()).map(<[&str]>::to_vec)
             })
             .ok_or(OUTSIDE)?
     } else {
-        normalize(p, Vec::new())?
+        lexical(p).ok_or(OUTSIDE)?
     };
     if rel.is_empty() {
         return Err("binding names the sessions directory itself");
@@ -183,26 +185,37 @@ pub fn resolve_binding(data_dir: &str, anchors: &[&Path]) -> Result<String, &'st
     Ok(rel.join("/"))
 }
 
-/// The normal components of `p` after resolving `.` and `..` lexically, appended to `parts`.
-/// Climbing above the start is refused.
-fn normalize<'a>(p: &'a Path, mut parts: Vec<&'a str>) -> Result<Vec<&'a str>, &'static str> {
+/// The components of `p` after resolving `.` and `..` lexically: a Windows drive or share
+/// first (`C:`, `\\?\C:`, `\\server\share`, kept as spelled: `C:\s` and `\\?\C:\s` are the same
+/// directory but compare unequal, which is why S's anchors hold both its given and its
+/// canonical form), then the normal components. `None` for a relative path that climbs above
+/// its start, a component that is not UTF-8, and a path that is neither absolute nor
+/// relative, which on Windows names a place that depends on the current drive or directory:
+/// `\Users\x` (a root, no drive) and `C:x` (a drive, no root), as the app refuses them
+/// (platforms.md §8.16). Bindings and the paths in the app's manifest lines are read by it.
+pub fn lexical(p: &Path) -> Option<Vec<&str>> {
+    let absolute = p.is_absolute();
+    let mut parts = Vec::new();
+    // How many leading parts `..` never removes: the drive or share.
+    let mut floor = 0;
     for c in p.components() {
         match c {
-            Component::Normal(s) => parts.push(s.to_str().ok_or("binding is not UTF-8")?),
+            Component::RootDir | Component::Prefix(_) if !absolute => return None,
+            Component::Prefix(pre) => {
+                parts.push(pre.as_os_str().to_str()?);
+                floor = 1;
+            }
+            Component::Normal(s) => parts.push(s.to_str()?),
             Component::CurDir | Component::RootDir => {}
             // `/..` is `/`; above the start of a relative path is outside.
-            Component::ParentDir if p.is_absolute() => {
+            Component::ParentDir if parts.len() > floor => {
                 parts.pop();
             }
-            Component::ParentDir => {
-                parts
-                    .pop()
-                    .ok_or("binding leads outside the sessions directory")?;
-            }
-            Component::Prefix(_) => return Err("binding leads outside the sessions directory"),
+            Component::ParentDir if absolute => {}
+            Component::ParentDir => return None,
         }
     }
-    Ok(parts)
+    Some(parts)
 }
 
 impl ReferenceSet {
@@ -562,15 +575,20 @@ mod tests {
         assert!(bind("/etc", &anchors, &stores).is_err());
     }
 
+    /// `p`, a Unix absolute path, as an absolute path of this OS: on Windows with a drive
+    /// (`C:/s`), since `/s` is not absolute there.
+    fn abs(p: &str) -> String {
+        if cfg!(windows) {
+            format!("C:{p}")
+        } else {
+            p.to_owned()
+        }
+    }
+
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn resolves_bindings_lexically_inside_s() {
-        let a = Path::new("/home/u/.codewhale/sessions");
-        let c = Path::new("/data/sessions");
-        let anchors = [a, c];
+        let (a, c) = (abs("/home/u/.codewhale/sessions"), abs("/data/sessions"));
+        let anchors = [Path::new(&a), Path::new(&c)];
         assert_eq!(
             resolve_binding("abc/runtime", &anchors),
             Ok("abc/runtime".into())
@@ -580,33 +598,77 @@ mod tests {
             Ok("abc/runtime".into())
         );
         assert_eq!(
-            resolve_binding("/home/u/.codewhale/sessions/abc/runtime", &anchors),
+            resolve_binding(&abs("/home/u/.codewhale/sessions/abc/runtime"), &anchors),
             Ok("abc/runtime".into())
         );
         assert_eq!(
-            resolve_binding("/data/sessions/x/runtime-recovered-1", &anchors),
+            resolve_binding(&abs("/data/sessions/x/runtime-recovered-1"), &anchors),
             Ok("x/runtime-recovered-1".into())
         );
         assert_eq!(
-            resolve_binding("/data/sessions/../sessions/./alpha/runtime", &anchors),
+            resolve_binding(&abs("/data/sessions/../sessions/./alpha/runtime"), &anchors),
             Ok("alpha/runtime".into()),
             "an absolute binding is normalised before it is compared with S"
         );
         assert_eq!(
-            resolve_binding("/../data/sessions/a/runtime", &anchors),
+            resolve_binding(&abs("/../data/sessions/a/runtime"), &anchors),
             Ok("a/runtime".into()),
             "`/..` is `/`"
         );
         for outside in [
-            "/etc",
-            "../../..",
-            "abc/../../x",
-            "/home/u/other/abc/runtime",
-            "/data/sessions/../other/alpha/runtime",
-            "/data/../../data/sessions",
-            "/../data/sessions/../x",
-            "",
-            ".",
+            abs("/etc"),
+            "../../..".into(),
+            "abc/../../x".into(),
+            abs("/home/u/other/abc/runtime"),
+            abs("/data/sessions/../other/alpha/runtime"),
+            abs("/data/../../data/sessions"),
+            abs("/../data/sessions/../x"),
+            "".into(),
+            ".".into(),
+        ] {
+            assert!(resolve_binding(&outside, &anchors).is_err(), "{outside}");
+        }
+    }
+
+    /// S given as a relative path is no spelling an absolute binding can be compared with:
+    /// `/s/a/runtime` is not `s/a/runtime` under the current directory.
+    #[test]
+    fn an_absolute_binding_is_not_matched_against_a_relative_anchor() {
+        let c = abs("/data/sessions");
+        let anchors = [Path::new("s"), Path::new(&c)];
+        assert!(resolve_binding(&abs("/s/a/runtime"), &anchors).is_err());
+        assert_eq!(
+            resolve_binding(&abs("/data/sessions/a/runtime"), &anchors),
+            Ok("a/runtime".into())
+        );
+    }
+
+    /// Windows spellings (platforms.md §8.15–16): the app's verbatim `\\?\C:\` binding matches
+    /// S's canonical form, a `C:\` one S as given; the drive is never climbed over; a path
+    /// with a root but no drive, or a drive but no root, is refused.
+    #[cfg(windows)]
+    #[test]
+    fn windows_bindings_are_matched_by_drive_and_verbatim_spelling() {
+        let anchors = [Path::new(r"C:\Users\u\S"), Path::new(r"\\?\C:\Users\u\S")];
+        for binding in [
+            r"\\?\C:\Users\u\S\a\runtime",
+            r"C:\Users\u\S\a\runtime",
+            r"C:/Users/u/S/a/runtime",
+            r"C:\..\Users\u\S\a\runtime",
+        ] {
+            assert_eq!(
+                resolve_binding(binding, &anchors),
+                Ok("a/runtime".into()),
+                "{binding}"
+            );
+        }
+        for outside in [
+            r"\Users\u\S\a\runtime",
+            r"/Users/u/S/a/runtime",
+            r"C:Users\u\S\a\runtime",
+            r"D:\Users\u\S\a\runtime",
+            r"\\?\D:\Users\u\S\a\runtime",
+            r"c:\users\u\S\a\runtime",
         ] {
             assert!(resolve_binding(outside, &anchors).is_err(), "{outside}");
         }

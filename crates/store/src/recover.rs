@@ -585,18 +585,27 @@ mod tests {
         );
     }
 
+    /// The app's bytes: the owner id, a zero byte, the canonical store path joined with
+    /// `events.lock` by the OS's separator; on Windows the verbatim `\\?\` spelling is hashed
+    /// as it is (platforms.md §8.2, §8.15).
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "fails on Windows (Unix absolute paths in its input are not absolute there); open in issue 22"
-    )]
     fn scope_hashes_owner_zero_and_events_lock_path() {
-        let mut h = Sha256::new();
-        h.update(b"owner_1\0/s/a/runtime/events.lock");
-        assert_eq!(
-            execution_scope("owner_1", Path::new("/s/a/runtime")),
-            fsroot::hex(&h.finalize())
-        );
+        let cases: &[(&str, &[u8])] = if cfg!(windows) {
+            &[
+                (r"\\?\C:\s\a\runtime", br"\\?\C:\s\a\runtime\events.lock"),
+                (r"C:\s\a\runtime", br"C:\s\a\runtime\events.lock"),
+            ]
+        } else {
+            &[("/s/a/runtime", b"/s/a/runtime/events.lock")]
+        };
+        for (store, lock) in cases {
+            let hashed = [b"owner_1\0".as_slice(), lock].concat();
+            assert_eq!(
+                execution_scope("owner_1", Path::new(store)),
+                fsroot::hex(&Sha256::digest(hashed)),
+                "{store}"
+            );
+        }
     }
 
     #[test]
