@@ -27,7 +27,7 @@ use crate::common::{
     self, demo_with_old_artifacts, fresh_copy, set_aside_runs, tree, tree_difference, user_tree,
     Doctor, Holder,
 };
-use crate::stores::{empty_store, write};
+use crate::stores::{bound_document, data_dir, empty_store, pretty, write};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -291,7 +291,7 @@ mod links {
 
     use super::{close, planned, repair};
     use crate::common::tree;
-    use crate::stores::{empty_store, write};
+    use crate::stores::{bound_document, data_dir, empty_store, pretty, write};
 
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
 
@@ -388,4 +388,44 @@ fn dry_run(s: &Path) -> (Option<i32>, Value) {
         .run();
     let v = out.json();
     (out.code, v)
+}
+
+/// The app's bindings on Windows (platforms.md §8.15–16): a document bound by the verbatim
+/// `\\?\C:\…` path `std::fs::canonicalize` gives, and one bound by S's plain `C:\…` spelling,
+/// keep their stores; a binding with a root but no drive (`\Users\…`) is not absolute and binds
+/// nothing, so its store is planned like the store no document names.
+#[test]
+fn stores_bound_by_the_apps_windows_spellings_are_kept() {
+    let tmp = TempDir::new().unwrap();
+    let s = tmp.path().join("S");
+    std::fs::create_dir_all(&s).unwrap();
+    let spelled = |id: &str, data_dir: String| {
+        let store = format!("{id}/runtime");
+        empty_store(&s, &store);
+        let mut doc = bound_document(&s, id, &store);
+        doc["metadata"]["runtime_store"]["data_dir"] = data_dir.into();
+        write(&s, &format!("{id}.json"), pretty(&doc));
+    };
+    let verbatim = data_dir(&s, "v/runtime");
+    assert!(verbatim.starts_with(r"\\?\"), "{verbatim}");
+    spelled("v", verbatim);
+    let plain = s.join("p").join("runtime").to_string_lossy().into_owned();
+    assert!(plain.as_bytes()[1] == b':', "{plain}");
+    spelled("p", plain.clone());
+    spelled("r", plain[2..].replace("\\p\\runtime", "\\r\\runtime"));
+    empty_store(&s, "o/runtime");
+
+    let (code, report) = dry_run(&s);
+    assert_eq!(code, Some(0), "{report:#}");
+    let planned = planned(&report);
+    for kept in ["v/runtime", "v.json", "p/runtime", "p.json"] {
+        assert!(!planned.contains(&kept.to_owned()), "{kept}: {planned:?}");
+    }
+    for orphan in ["r/runtime", "o/runtime"] {
+        assert!(
+            planned.contains(&orphan.to_owned()),
+            "{orphan}: {planned:?}"
+        );
+    }
+    close(tmp);
 }
