@@ -29,9 +29,14 @@ impl fmt::Display for Violation {
     }
 }
 
-/// The files that may lift the `unsafe_code` lint: fsroot's Windows backend, the one module
-/// making raw system calls (docs/ARCHITECTURE.md).
-pub const UNSAFE_ALLOWED: &[&str] = &["crates/fsroot/src/sys/windows.rs"];
+/// The files that may lift the `unsafe_code` lint: fsroot's Windows backends (the filesystem
+/// and the liveness one) and its macOS liveness backend, the modules making raw system calls
+/// (docs/ARCHITECTURE.md).
+pub const UNSAFE_ALLOWED: &[&str] = &[
+    "crates/fsroot/src/sys/windows.rs",
+    "crates/fsroot/src/winproc.rs",
+    "crates/fsroot/src/macproc.rs",
+];
 
 /// The attribute texts that lift the lint (written split, so this file does not match).
 const UNSAFE_LIFTS: [&str; 2] = [
@@ -120,11 +125,13 @@ pub const OS_NAMES: &[&str] = &[
 ];
 
 /// Where [`OS_NAMES`] may appear: `fsroot`'s per-OS backends (`crates/fsroot/src/sys/`), its
-/// Linux liveness backend (`crates/fsroot/src/procfs.rs`), and test code: every file under a
+/// liveness backends (`crates/fsroot/src/procfs.rs`, `winproc.rs`, `macproc.rs`), and test code: every file under a
 /// `tests/` directory and in `crates/test-support/`.
 pub fn may_name_the_os(rel: &str) -> bool {
     rel.starts_with("crates/fsroot/src/sys/")
         || rel == "crates/fsroot/src/procfs.rs"
+        || rel == "crates/fsroot/src/winproc.rs"
+        || rel == "crates/fsroot/src/macproc.rs"
         || rel.starts_with("crates/test-support/")
         || rel.starts_with("tests/")
         || rel.contains("/tests/")
@@ -289,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_windows_backend_may_lift_the_unsafe_lint() {
+    fn only_the_windows_backends_may_lift_the_unsafe_lint() {
         let lift = format!("//! x\n#![{}(unsafe_code)]\n", "allow");
         let found = check_file("crates/fsroot/src/lib.rs", &lift);
         assert_eq!(found.len(), 1, "{found:?}");
@@ -301,6 +308,8 @@ mod tests {
         let item = format!("//! x\n#[{} ( unsafe_code )]\nfn f() {{}}\n", "expect");
         assert_eq!(check_file("crates/store/src/a.rs", &item).len(), 1);
         assert!(check_file("crates/fsroot/src/sys/windows.rs", &lift).is_empty());
+        assert!(check_file("crates/fsroot/src/winproc.rs", &lift).is_empty());
+        assert!(check_file("crates/fsroot/src/macproc.rs", &lift).is_empty());
     }
 
     #[test]
@@ -332,6 +341,7 @@ mod tests {
             "crates/fsroot/src/sys/linux.rs",
             "crates/fsroot/src/sys/windows.rs",
             "crates/fsroot/src/procfs.rs",
+            "crates/fsroot/src/winproc.rs",
             "crates/cli/tests/it/common/mod.rs",
             "crates/test-support/src/lib.rs",
         ] {

@@ -85,17 +85,26 @@ pub fn default_build_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Where build-dirs runs keep receipts and their lock: `$XDG_STATE_HOME/doctor`, else
-/// `~/.local/state/doctor`.
+/// Where build-dirs runs keep receipts and their lock: `$XDG_STATE_HOME/doctor` when that is
+/// set (on every OS), else the OS's place for an application's state: `~/.local/state/doctor`
+/// on Linux and the BSDs, `~/Library/Application Support/doctor` on macOS,
+/// `%LOCALAPPDATA%\doctor` on Windows.
 #[allow(clippy::disallowed_methods)] // the edge reads the environment
 pub fn default_state_dir() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_STATE_HOME")
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let xdg = var("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute());
     let base = xdg.or_else(|| {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|h| PathBuf::from(h).join(".local/state"))
+        if cfg!(windows) {
+            var("LOCALAPPDATA")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        } else if cfg!(target_os = "macos") {
+            var("HOME").map(|h| PathBuf::from(h).join("Library/Application Support"))
+        } else {
+            var("HOME").map(|h| PathBuf::from(h).join(".local/state"))
+        }
     })?;
     Some(base.join("doctor"))
 }
@@ -240,18 +249,18 @@ fn open_state_dir(dir: &Path) -> fsroot::Result<WritableRoot> {
     WritableRoot::open(dir)
 }
 
-/// Opens the liveness backend (`given`, else this OS's: `/proc` on Linux) and reads the
-/// invoking user's uid from it.
+/// Opens the liveness backend (`given`, else this OS's: `/proc` on Linux, the process table
+/// on Windows) and reads the invoking user from it.
 fn open_liveness(
     opts: &SweepOptions,
     given: Option<Liveness>,
-) -> Result<(Liveness, Option<u32>), Error> {
+) -> Result<(Liveness, Option<fsroot::Owner>), Error> {
     let live = match given {
         Some(live) => live,
         None => Liveness::for_this_os(&opts.proc_dir).map_err(Error::NoProc)?,
     };
-    let uid = live.invoking_uid().map_err(Error::NoProc)?;
-    Ok((live, uid))
+    let owner = live.invoking_owner().map_err(Error::NoProc)?;
+    Ok((live, owner))
 }
 
 /// The deletions earlier runs started and did not finish, as the planner takes them.
@@ -287,11 +296,11 @@ fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepRepor
     let receipts_file = state_dir
         .as_ref()
         .map(|d| d.join(RECEIPTS_FILE).to_string_lossy().into_owned());
-    let config = |uid| BuildConfig {
+    let config = |owner| BuildConfig {
         max_actions: opts.max_actions,
         min_age_secs: opts.min_age_secs,
         now,
-        uid,
+        owner,
     };
 
     if opts.dry_run {
@@ -301,7 +310,7 @@ fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepRepor
             |r| r.canonical_anchor().to_path_buf(),
             &mut notes,
         )?;
-        let (live, uid) = open_liveness(opts, given)?;
+        let (live, owner) = open_liveness(opts, given)?;
         let processes = live.read().map_err(Error::NoProc)?;
         // A dry run reads the state directory when there is one, and creates nothing.
         let (pending, pending_errors) = match state_dir.as_deref().map(Root::open) {
@@ -315,7 +324,7 @@ fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepRepor
             &processes,
             &interrupted(&pending),
             &crate::options::selected(build_dirs::RULES, opts.select.as_deref(), &opts.ignore),
-            &config(uid),
+            &config(owner),
         );
         let mut report = SweepReport::new(
             true,
@@ -337,7 +346,7 @@ fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepRepor
         |r| r.canonical_anchor().to_path_buf(),
         &mut notes,
     )?;
-    let (live, uid) = open_liveness(opts, given)?;
+    let (live, owner) = open_liveness(opts, given)?;
     let state_dir = state_dir.ok_or(Error::NoStateDir)?;
     let state = open_state_dir(&state_dir)?;
     let Some(lock) = exec::acquire_sweep_lock(&state, LOCK_FILE)? else {
@@ -354,12 +363,12 @@ fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepRepor
         &processes,
         &interrupted(&pending),
         &crate::options::selected(build_dirs::RULES, opts.select.as_deref(), &opts.ignore),
-        &config(uid),
+        &config(owner),
     );
     let mut target = BuildDirsTarget {
         roots: &roots,
         liveness: &live,
-        uid,
+        owner,
         state: &state,
         receipts_file: RECEIPTS_FILE,
         pending: &pending,

@@ -33,9 +33,9 @@ pub struct BuildConfig {
     pub min_age_secs: i64,
     /// The clock's instant for this run.
     pub now: Timestamp,
-    /// The invoking user's uid; `None` when the liveness backend cannot tell it (no directory
+    /// The invoking user; `None` when the liveness backend cannot tell it (no directory
     /// is then the invoking user's).
-    pub uid: Option<u32>,
+    pub owner: Option<fsroot::Owner>,
 }
 
 /// One depth-1 entry of a root, as `lstat` saw it.
@@ -46,8 +46,8 @@ pub struct RootEntry {
     pub name: String,
     /// What it is (a symlink is a symlink, never followed).
     pub kind: EntryKind,
-    /// Owner uid.
-    pub uid: u32,
+    /// Its owner (a uid on Unix, a SID on Windows).
+    pub owner: fsroot::Owner,
     /// Modification time, seconds since the epoch.
     pub mtime: i64,
     /// For a directory: whether it holds a `.git` entry; `None` when that could not be checked.
@@ -171,8 +171,14 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
         entries.push(RootEntry {
             name: name.to_owned(),
             kind: stat.kind,
-            // No uid (Windows): an owner that is never the invoking user's, so B1 spares it.
-            uid: stat.owner.as_uid().unwrap_or(u32::MAX),
+            // Windows's stat carries no owner: its SID is read apart. One that cannot be read
+            // is unknown, never the invoking user, so B1 spares the directory.
+            owner: if stat.owner.is_known() {
+                stat.owner
+            } else {
+                root.owner(Path::new(&e.name))
+                    .unwrap_or_else(|_| fsroot::Owner::unknown())
+            },
             mtime: stat.mtime,
             has_git: has_git.flatten(),
             dev: stat.id.volume(),

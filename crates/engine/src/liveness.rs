@@ -46,6 +46,9 @@ use std::path::{Component, Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 use fsroot::procfs::{ProcStatus, ProcessInfo, ProcessScan, Procfs, Unread};
+#[cfg(windows)]
+use fsroot::winproc;
+use fsroot::Owner;
 
 /// How every reason that a process the sweep could not read or see may use a directory begins.
 pub const NOT_KNOWN_UNUSED: &str = "not known to be unused: ";
@@ -147,6 +150,76 @@ impl Unseen {
         u.kernel_threads = kernel_threads;
         u
     }
+
+    /// Judges the processes a macOS scan could not read, for the invoking user `own_uid`, as
+    /// on Linux: one of the invoking user's, one of root (which enters any directory) or one
+    /// whose user is unknown leaves no directory known to be unused; another user's can use
+    /// only directories that grant search permission to group or others.
+    #[cfg(target_os = "macos")]
+    pub fn judge_macos(own_uid: u32, unread: &[fsroot::macproc::Unread], kernel: u64) -> Unseen {
+        let mut u = Unseen {
+            kernel_threads: kernel,
+            ..Unseen::default()
+        };
+        for p in unread {
+            let items = p.items.join(", ");
+            let why = match p.uids {
+                None => format!(
+                    "pid {} cannot be read ({items}), nor whom it runs as",
+                    p.pid
+                ),
+                Some((r, e)) if r == own_uid || e == own_uid => format!(
+                    "pid {} runs as the invoking user (uid {own_uid}) and its {items} cannot \
+                     be read",
+                    p.pid
+                ),
+                Some((r, e)) if r == 0 || e == 0 => format!(
+                    "pid {} runs as root, so it can enter any directory, and its {items} cannot \
+                     be read (a sweep run as root can read it)",
+                    p.pid
+                ),
+                Some((r, _)) => {
+                    u.open_dirs.get_or_insert((p.pid, r));
+                    continue;
+                }
+            };
+            u.anything.get_or_insert(why);
+        }
+        u
+    }
+
+    /// Judges the processes a Windows scan could not read, for the invoking user `own`: any of
+    /// them leaves no directory known to be unused. One of the invoking user's may use any of
+    /// its directories; one of another user (an elevated, a service's, a protected process)
+    /// may be let into any directory by its access control list, which the sweep does not
+    /// judge; one whose user cannot be read either is judged as both.
+    #[cfg(windows)]
+    pub fn judge_windows(own: &Owner, unread: &[winproc::Unread], kernel: u64) -> Unseen {
+        const ITEMS: &str = "working directory, command line and environment";
+        Unseen {
+            anything: unread.first().map(|p| {
+                let who = format!("pid {} ({})", p.pid, p.name);
+                if !p.owner.is_known() {
+                    format!("{who} cannot be read ({}), nor whom it runs as", p.why)
+                } else if p.owner == *own {
+                    format!(
+                        "{who} runs as the invoking user ({own}) and its {ITEMS} cannot be read \
+                         ({})",
+                        p.why
+                    )
+                } else {
+                    format!(
+                        "{who} runs as {} and its {ITEMS} cannot be read ({}); another user \
+                         may be let into any directory by its access control list (a sweep \
+                         run elevated can read more processes)",
+                        p.owner, p.why
+                    )
+                }
+            }),
+            kernel_threads: kernel,
+            ..Unseen::default()
+        }
+    }
 }
 
 /// How a process references a path.
@@ -242,6 +315,32 @@ impl ProcessRefs {
         refs
     }
 
+    /// Indexes a scan of Windows's processes: each one's working directory, every argument of
+    /// its command line (split as `CommandLineToArgvW` splits it) and environment value, split
+    /// on `;` (Windows's list separator) and at each drive (`-IC:\\x`); the processes it could
+    /// not read are judged by [`Unseen::judge_windows`].
+    #[cfg(windows)]
+    pub fn from_windows(scan: winproc::ProcessScan) -> ProcessRefs {
+        let mut refs = ProcessRefs::default();
+        for p in scan.processes {
+            refs.processes += 1;
+            let cwd = p.cwd.as_deref().and_then(absolute_normal);
+            if let Some(c) = &cwd {
+                refs.insert(c.clone(), p.pid, Via::Cwd);
+            }
+            for arg in split_command_line(&p.command_line.to_string_lossy()) {
+                for path in value_paths(&arg, cwd.as_deref()) {
+                    refs.insert(path, p.pid, Via::Argv);
+                }
+            }
+            refs.add_environ(p.pid, &p.environ, cwd.as_deref());
+        }
+        // Three items of each: its working directory, command line and environment.
+        refs.unreadable = 3 * scan.unread.len() as u64;
+        refs.unseen = Unseen::judge_windows(&scan.own, &scan.unread, scan.kernel);
+        refs
+    }
+
     /// Why a directory of the invoking user with permission bits `mode` may be in use by a
     /// process the scan could not read or see, beginning with [`NOT_KNOWN_UNUSED`]; `None`
     /// when every process that could use it was read.
@@ -281,44 +380,81 @@ impl ProcessRefs {
             .map(|why| format!("{NOT_KNOWN_UNUSED}{why}"))
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos", windows))]
     fn insert(&mut self, path: PathBuf, pid: u32, via: Via) {
-        self.paths.entry(unicode(path)).or_insert((pid, via));
+        self.paths.entry(key(path)).or_insert((pid, via));
     }
 
-    #[cfg(target_os = "linux")]
-    fn add(&mut self, p: ProcessInfo) {
-        self.processes += 1;
-        let cwd = p.cwd.as_deref().and_then(absolute_normal);
-        if let Some(c) = &cwd {
-            self.insert(c.clone(), p.pid, Via::Cwd);
-        }
-        for (list, via) in [(&p.fds, Via::Fd), (&p.maps, Via::Map)] {
-            for path in list.iter().filter_map(|f| absolute_normal(f)) {
-                self.insert(path, p.pid, via);
-            }
-        }
-        for arg in &p.argv {
-            for path in value_paths(&arg.to_string_lossy(), cwd.as_deref()) {
-                self.insert(path, p.pid, Via::Argv);
-            }
-        }
-        for entry in &p.environ {
+    #[cfg(any(target_os = "linux", target_os = "macos", windows))]
+    fn add_environ(&mut self, pid: u32, environ: &[std::ffi::OsString], cwd: Option<&Path>) {
+        for entry in environ {
             let entry = entry.to_string_lossy();
             let value = match entry.split_once('=') {
                 Some((_, value)) => value,
                 None => &entry,
             };
-            for path in value_paths(value, cwd.as_deref()) {
-                self.insert(path, p.pid, Via::Environ);
+            for path in value_paths(value, cwd) {
+                self.insert(path, pid, Via::Environ);
             }
         }
     }
 
+    #[cfg(target_os = "linux")]
+    fn add(&mut self, p: ProcessInfo) {
+        let files = [(&p.fds[..], Via::Fd), (&p.maps[..], Via::Map)];
+        self.add_unix(p.pid, p.cwd.as_deref(), &p.argv, &p.environ, &files);
+    }
+
+    /// One Unix process's references: its working directory and files as the kernel reports
+    /// them, its argv elements and environment values as paths.
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    fn add_unix(
+        &mut self,
+        pid: u32,
+        cwd: Option<&Path>,
+        argv: &[std::ffi::OsString],
+        environ: &[std::ffi::OsString],
+        files: &[(&[PathBuf], Via)],
+    ) {
+        self.processes += 1;
+        let cwd = cwd.and_then(absolute_normal);
+        if let Some(c) = &cwd {
+            self.insert(c.clone(), pid, Via::Cwd);
+        }
+        for (list, via) in files {
+            for path in list.iter().filter_map(|f| absolute_normal(f)) {
+                self.insert(path, pid, *via);
+            }
+        }
+        for arg in argv {
+            for path in value_paths(&arg.to_string_lossy(), cwd.as_deref()) {
+                self.insert(path, pid, Via::Argv);
+            }
+        }
+        self.add_environ(pid, environ, cwd.as_deref());
+    }
+
+    /// Indexes a scan of macOS's processes (working directory, argv, environment, open files);
+    /// the processes whose items could not be read are judged as on Linux, by their uids
+    /// ([`Unseen::judge_macos`]).
+    #[cfg(target_os = "macos")]
+    pub fn from_macos(scan: fsroot::macproc::ProcessScan) -> ProcessRefs {
+        let mut refs = ProcessRefs::default();
+        for p in &scan.processes {
+            let files = [(&p.fds[..], Via::Fd)];
+            refs.add_unix(p.pid, p.cwd.as_deref(), &p.argv, &p.environ, &files);
+        }
+        refs.unreadable = scan.unreadable;
+        refs.unseen = Unseen::judge_macos(scan.own_uid, &scan.unread, scan.kernel);
+        refs
+    }
+
     /// A reference to `dir` itself or to a path beneath it, if any process holds one.
-    /// Matching is by whole path components: `/x/go-build12` does not match `/x/go-build123`.
+    /// Matching is by whole path components: `/x/go-build12` does not match `/x/go-build123`;
+    /// on Windows without regard to case or drive (`C:\\X` is `d:\\x`), which spares more,
+    /// never less. The path of a reference is its indexed form (lower case on Windows).
     pub fn referencing(&self, dir: &Path) -> Option<Reference> {
-        let dir = unicode(absolute_normal(dir)?);
+        let dir = key(absolute_normal(dir)?);
         let (path, (pid, via)) = self
             .paths
             .range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded))
@@ -356,17 +492,33 @@ pub enum Liveness {
     /// `/proc`, read through [`fsroot::procfs`].
     #[cfg(target_os = "linux")]
     Procfs(Procfs),
+    /// Windows's processes, read through [`fsroot::winproc`].
+    #[cfg(windows)]
+    Windows,
+    /// macOS's processes, read through [`fsroot::macproc`].
+    #[cfg(target_os = "macos")]
+    Macos,
     /// No backend: why liveness cannot be read.
     Unsupported(String),
 }
 
 impl Liveness {
-    /// This OS's backend: on Linux `/proc` as mounted at `proc_dir`; elsewhere
-    /// [`Liveness::Unsupported`] with [`NO_BACKEND`].
+    /// This OS's backend: on Linux `/proc` as mounted at `proc_dir`; on Windows its process
+    /// table; elsewhere [`Liveness::Unsupported`] with [`NO_BACKEND`].
     pub fn for_this_os(proc_dir: &Path) -> fsroot::Result<Liveness> {
         #[cfg(target_os = "linux")]
         return Procfs::open(proc_dir).map(Liveness::Procfs);
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(windows)]
+        {
+            let _ = proc_dir;
+            Ok(Liveness::Windows)
+        }
+        #[cfg(target_os = "macos")]
+        {
+            let _ = proc_dir;
+            Ok(Liveness::Macos)
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
         {
             let _ = proc_dir;
             Ok(Liveness::unsupported(NO_BACKEND))
@@ -378,12 +530,16 @@ impl Liveness {
         Liveness::Unsupported(why.to_owned())
     }
 
-    /// The invoking user's uid, as the backend reads it; `None` when it cannot tell (then no
+    /// The invoking user, as the backend reads it; `None` when it cannot tell (then no
     /// directory counts as the invoking user's).
-    pub fn invoking_uid(&self) -> fsroot::Result<Option<u32>> {
+    pub fn invoking_owner(&self) -> fsroot::Result<Option<Owner>> {
         match self {
             #[cfg(target_os = "linux")]
-            Liveness::Procfs(p) => p.invoking_uid().map(Some),
+            Liveness::Procfs(p) => p.invoking_uid().map(|uid| Some(Owner::uid(uid))),
+            #[cfg(windows)]
+            Liveness::Windows => Ok(winproc::own_owner()),
+            #[cfg(target_os = "macos")]
+            Liveness::Macos => Ok(Some(Owner::uid(fsroot::macproc::own_uid()))),
             Liveness::Unsupported(_) => Ok(None),
         }
     }
@@ -393,15 +549,28 @@ impl Liveness {
         match self {
             #[cfg(target_os = "linux")]
             Liveness::Procfs(p) => p.scan().map(ProcessRefs::from_scan),
+            #[cfg(windows)]
+            Liveness::Windows => winproc::scan()
+                .map(ProcessRefs::from_windows)
+                .map_err(|e| fsroot::Error::io("read", Path::new("the process table"), e)),
+            #[cfg(target_os = "macos")]
+            Liveness::Macos => fsroot::macproc::scan()
+                .map(ProcessRefs::from_macos)
+                .map_err(|e| fsroot::Error::io("read", Path::new("the process table"), e)),
             Liveness::Unsupported(why) => Ok(ProcessRefs::unsupported(why)),
         }
     }
 
-    /// Where the backend reads from, for messages: the procfs mount, or `None`.
+    /// Where the backend reads from, for messages: the procfs mount, Windows's process table,
+    /// or `None`.
     pub fn source(&self) -> Option<&Path> {
         match self {
             #[cfg(target_os = "linux")]
             Liveness::Procfs(p) => Some(p.path()),
+            #[cfg(windows)]
+            Liveness::Windows => Some(Path::new("the process table")),
+            #[cfg(target_os = "macos")]
+            Liveness::Macos => Some(Path::new("the process table")),
             Liveness::Unsupported(_) => None,
         }
     }
@@ -425,21 +594,31 @@ fn absolute_normal(p: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// `p` in its Unicode form: itself when it is Unicode, else with each invalid sequence replaced
-/// by U+FFFD. A separator is never part of an invalid sequence, so a path at or under another
-/// stays at or under it in this form.
-fn unicode(p: PathBuf) -> PathBuf {
-    match p.to_str() {
+/// `p` as the index keeps it: in its Unicode form (itself when it is Unicode, else with each
+/// invalid sequence replaced by U+FFFD; a separator is never part of an invalid sequence, so a
+/// path at or under another stays at or under it in this form), and on Windows, whose
+/// filesystems compare names without case, in lower case.
+fn key(p: PathBuf) -> PathBuf {
+    let p = match p.to_str() {
         Some(_) => p,
         None => PathBuf::from(p.to_string_lossy().into_owned()),
+    };
+    if cfg!(windows) {
+        PathBuf::from(p.to_string_lossy().to_lowercase())
+    } else {
+        p
     }
 }
 
+/// The list separator of argv and environment values: `;` on Windows (`PATH=C:\\a;C:\\b`),
+/// `:` elsewhere.
+const LIST_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
+
 /// The paths an argv element or environment value names (see [`ProcessRefs::from_processes`]).
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 fn value_paths(value: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
     let mut parts: Vec<&str> = vec![value];
-    parts.extend(value.split(':'));
+    parts.extend(value.split(LIST_SEPARATOR));
     let mut texts: Vec<&str> = Vec::new();
     for part in parts {
         if part.is_empty() {
@@ -452,6 +631,18 @@ fn value_paths(value: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
         if part.starts_with('-') {
             if let Some(i) = part.find('/') {
                 texts.push(&part[i..]);
+            }
+        }
+        // On Windows, from each drive on (`-IC:\\x`, `/Fo:C:\\x`, `@C:\\rsp`).
+        if cfg!(windows) {
+            let b = part.as_bytes();
+            for i in 1..b.len().saturating_sub(1) {
+                if b[i] == b':'
+                    && matches!(b[i + 1], b'\\' | b'/')
+                    && b[i - 1].is_ascii_alphabetic()
+                {
+                    texts.push(&part[i - 1..]);
+                }
             }
         }
     }
@@ -471,6 +662,76 @@ fn value_paths(value: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
+/// The arguments of a Windows command line, split as `CommandLineToArgvW` splits it: the
+/// program name up to a space (or within quotes, taken as is), then arguments separated by
+/// spaces or tabs outside quotes, where `2n` backslashes before a quote are `n` and the quote
+/// toggles quoting, `2n+1` are `n` and a literal quote, and `""` within quotes is a quote.
+pub fn split_command_line(line: &str) -> Vec<String> {
+    let c: Vec<char> = line.chars().collect();
+    let mut args = Vec::new();
+    let mut i = 0;
+    let mut program = String::new();
+    if c.first() == Some(&'"') {
+        i = 1;
+        while i < c.len() && c[i] != '"' {
+            program.push(c[i]);
+            i += 1;
+        }
+        i += 1;
+    } else {
+        while i < c.len() && c[i] != ' ' && c[i] != '\t' {
+            program.push(c[i]);
+            i += 1;
+        }
+    }
+    args.push(program);
+    loop {
+        while i < c.len() && (c[i] == ' ' || c[i] == '\t') {
+            i += 1;
+        }
+        if i >= c.len() {
+            break;
+        }
+        let mut arg = String::new();
+        let mut quoted = false;
+        while i < c.len() {
+            match c[i] {
+                '\\' => {
+                    let start = i;
+                    while i < c.len() && c[i] == '\\' {
+                        i += 1;
+                    }
+                    let n = i - start;
+                    if c.get(i) == Some(&'"') {
+                        arg.extend(std::iter::repeat_n('\\', n / 2));
+                        if n % 2 == 1 {
+                            arg.push('"');
+                            i += 1;
+                        }
+                    } else {
+                        arg.extend(std::iter::repeat_n('\\', n));
+                    }
+                }
+                '"' if quoted && c.get(i + 1) == Some(&'"') => {
+                    arg.push('"');
+                    i += 2;
+                }
+                '"' => {
+                    quoted = !quoted;
+                    i += 1;
+                }
+                ' ' | '\t' if !quoted => break,
+                ch => {
+                    arg.push(ch);
+                    i += 1;
+                }
+            }
+        }
+        args.push(arg);
+    }
+    args
+}
+
 #[cfg(test)]
 mod unsupported_tests {
     use super::*;
@@ -478,7 +739,7 @@ mod unsupported_tests {
     #[test]
     fn an_os_without_a_backend_knows_no_directory_to_be_unused() {
         let live = Liveness::unsupported(NO_BACKEND);
-        assert_eq!(live.invoking_uid().unwrap(), None);
+        assert_eq!(live.invoking_owner().unwrap(), None);
         assert_eq!(live.source(), None);
         let refs = live.read().unwrap();
         assert!(refs.is_empty());
@@ -497,8 +758,138 @@ mod unsupported_tests {
         if cfg!(target_os = "linux") {
             assert!(matches!(live.source(), Some(p) if p == Path::new("/proc")));
             assert!(live.read().unwrap().unsupported.is_none());
+        } else if cfg!(windows) {
+            let refs = live.read().unwrap();
+            assert!(refs.unsupported.is_none());
+            assert!(refs.processes > 0);
+            assert!(live.invoking_owner().unwrap().is_some_and(|o| o.is_known()));
         } else {
             assert!(live.read().unwrap().unsupported_why().is_some());
+        }
+    }
+}
+
+#[cfg(test)]
+mod command_line_tests {
+    use super::split_command_line;
+
+    #[test]
+    fn a_command_line_splits_as_windows_splits_it() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                r#"go.exe build -o C:\t\go-build1\b001\exe"#,
+                &["go.exe", "build", "-o", r"C:\t\go-build1\b001\exe"],
+            ),
+            (
+                r#""C:\Program Files\Go\bin\go.exe" test  "-work=C:\a b" x"#,
+                &[
+                    r"C:\Program Files\Go\bin\go.exe",
+                    "test",
+                    r"-work=C:\a b",
+                    "x",
+                ],
+            ),
+            (r#"p a\\"b c" d"#, &["p", r"a\b c", "d"]),
+            (r#"p a\\\"b c"#, &["p", r#"a\"b"#, "c"]),
+            (r#"p a\b\ "x""y""#, &["p", r"a\b\", r#"x"y"#]),
+            ("p\tq", &["p", "q"]),
+            ("", &[""]),
+        ];
+        for (line, want) in cases {
+            assert_eq!(split_command_line(line), *want, "{line}");
+        }
+    }
+}
+
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+    use fsroot::winproc::{ProcessInfo, ProcessScan, Unread};
+
+    fn scan(processes: Vec<ProcessInfo>, unread: Vec<Unread>) -> ProcessRefs {
+        ProcessRefs::from_windows(ProcessScan {
+            processes,
+            unread,
+            kernel: 2,
+            own: Owner::sid(&[1, 1, 0, 0, 0, 0, 0, 5, 7, 0, 0, 0]),
+        })
+    }
+
+    fn via(r: &ProcessRefs, dir: &str) -> Option<Via> {
+        r.referencing(Path::new(dir)).map(|r| r.via)
+    }
+
+    #[test]
+    fn cwd_command_line_and_environment_are_indexed_without_case() {
+        let r = scan(
+            vec![ProcessInfo {
+                pid: 9,
+                name: "go.exe".into(),
+                cwd: Some(r"C:\Users\U\AppData\Local\Temp\go-build1\b001\".into()),
+                command_line: r#""C:\Go\bin\go.exe" build -IC:\t\go-build2\inc -o=D:/t/go-build3/x ..\..\go-build4"#.into(),
+                environ: vec![
+                    r"PATH=C:\Windows;C:\t\go-build5\bin".into(),
+                    r"=C:=C:\t\go-build6".into(),
+                    r"WORK=C:\t\go-build7x".into(),
+                ],
+            }],
+            vec![],
+        );
+        assert_eq!(
+            via(&r, r"c:\users\u\appdata\local\temp\go-build1"),
+            Some(Via::Cwd)
+        );
+        assert_eq!(
+            via(&r, r"C:\t\go-build2"),
+            Some(Via::Argv),
+            "after a drive in -I"
+        );
+        assert_eq!(
+            via(&r, r"C:\t\go-build3"),
+            Some(Via::Argv),
+            "after =, any drive"
+        );
+        assert_eq!(
+            via(&r, r"C:\Users\U\AppData\Local\Temp\go-build4"),
+            Some(Via::Argv),
+            "relative to the cwd"
+        );
+        assert_eq!(via(&r, r"C:\t\go-build5"), Some(Via::Environ), "split on ;");
+        assert_eq!(
+            via(&r, r"C:\t\go-build6"),
+            Some(Via::Environ),
+            "a drive's cwd entry"
+        );
+        assert_eq!(via(&r, r"C:\t\go-build7"), None, "by whole component");
+        assert!(r.unseen.anything.is_none() && r.unseen_user(0).is_none());
+        assert_eq!(r.unseen.kernel_threads, 2);
+    }
+
+    #[test]
+    fn a_process_that_cannot_be_read_leaves_no_directory_known_unused() {
+        let own = Owner::sid(&[1, 1, 0, 0, 0, 0, 0, 5, 7, 0, 0, 0]);
+        let system = Owner::sid(&[1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0]);
+        for (owner, says) in [
+            (own, "runs as the invoking user (S-1-5-7)"),
+            (system, "runs as S-1-5-18"),
+            (Owner::unknown(), "nor whom it runs as"),
+        ] {
+            let r = scan(
+                vec![],
+                vec![Unread {
+                    pid: 600,
+                    name: "svc.exe".into(),
+                    why: "it cannot be opened: Access is denied. (os error 5)".into(),
+                    owner,
+                }],
+            );
+            let why = r.unseen_user(0o040700).unwrap();
+            assert!(
+                why.starts_with(NOT_KNOWN_UNUSED) && why.contains("pid 600 (svc.exe)"),
+                "{why}"
+            );
+            assert!(why.contains(says), "{why}");
+            assert_eq!(r.unreadable, 3);
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The build-dirs pack's [`Target`]: every `reclaim_dir` action is checked again immediately
 //! before it runs (still a real directory, still the invoking user's, not a mount point, its
-//! tree digest unchanged, referenced by no live process in a fresh read of the liveness backend (`/proc` on Linux),
-//! and not
-//! possibly used by a process that read could not see into), then deleted through
-//! the one delete seam (`WritableRoot::remove_tree`, which never follows a symlink), and
-//! receipted with the bytes freed by [`crate::execute`], like every other action.
+//! tree digest unchanged, referenced by no live process in a fresh read of the liveness
+//! backend (`/proc` on Linux, the process table on Windows), not possibly used by a process
+//! that read could not see into, and, on Windows, holding no entry another process keeps open
+//! without `FILE_SHARE_DELETE`: "in use", never forced), then deleted through the one delete
+//! seam (`WritableRoot::remove_tree`, which never follows a symlink), and receipted with the
+//! bytes freed by [`crate::execute`], like every other action.
 //!
 //! Before a deletion starts, a [`PendingDeletion`] record naming the directory (device and
 //! inode) is written to the state directory; it is dropped after the receipt. A run killed in
@@ -28,9 +29,9 @@ pub struct BuildDirsTarget<'a> {
     pub roots: &'a [(String, WritableRoot)],
     /// The liveness backend (`/proc` on Linux), read again before each deletion.
     pub liveness: &'a Liveness,
-    /// The invoking user's uid; `None` when the backend cannot tell it (then no directory is
-    /// the invoking user's).
-    pub uid: Option<u32>,
+    /// The invoking user; `None` when the backend cannot tell it (then no directory is the
+    /// invoking user's).
+    pub owner: Option<fsroot::Owner>,
     /// The directory of the receipts file (and of the run's lock).
     pub state: &'a WritableRoot,
     /// The receipts file, relative to `state`.
@@ -105,18 +106,33 @@ impl Target for BuildDirsTarget<'_> {
             Ok(Some(s)) if s.kind != EntryKind::Dir => {
                 return Err(Refusal::Skip("no longer a real directory".into()))
             }
-            Ok(Some(_)) if self.uid.is_none() => {
+            Ok(Some(_)) if self.owner.is_none() => {
                 return Err(Refusal::Skip(
                     "the invoking user cannot be told on this OS: no directory is theirs".into(),
                 ))
             }
-            Ok(Some(s)) if s.owner.as_uid() != self.uid => {
-                return Err(Refusal::Skip(match s.owner.as_uid() {
-                    Some(uid) => format!("now owned by uid {uid}, not by the invoking user"),
-                    None => "its owner cannot be told on this OS".to_owned(),
-                }))
+            Ok(Some(s)) => {
+                // Windows's stat carries no owner: its SID is read apart.
+                let owner = if s.owner.is_known() {
+                    Ok(s.owner)
+                } else {
+                    root.owner(path)
+                };
+                match owner {
+                    Ok(o) if Some(o) == self.owner => s,
+                    Ok(o) if o.is_known() => {
+                        return Err(Refusal::Skip(format!(
+                            "now owned by {o}, not by the invoking user"
+                        )))
+                    }
+                    Ok(_) => {
+                        return Err(Refusal::Skip(
+                            "its owner cannot be told on this OS".to_owned(),
+                        ))
+                    }
+                    Err(e) => return Err(Refusal::Skip(format!("cannot read its owner: {e}"))),
+                }
             }
-            Ok(Some(s)) => s,
             Ok(None) => return Err(Refusal::Skip("gone since planned".into())),
             Err(e) => return Err(Refusal::Skip(format!("cannot inspect it: {e}"))),
         };
@@ -152,6 +168,23 @@ impl Target for BuildDirsTarget<'_> {
             .or_else(|| processes.unseen_user(stat.mode))
         {
             return Err(Refusal::Skip(why));
+        }
+        // On Windows, an entry held open without FILE_SHARE_DELETE cannot be deleted: the
+        // directory is in use, and nothing of it is deleted (never forced, never retried).
+        match root.held_open(path) {
+            Ok(None) => {}
+            Ok(Some(at)) => {
+                return Err(Refusal::Skip(format!(
+                    "in use: {} is held open by another process, which does not let it be \
+                     deleted",
+                    root.display_path(&at).display()
+                )))
+            }
+            Err(e) => {
+                return Err(Refusal::Skip(format!(
+                    "cannot check whether it is in use: {e}"
+                )))
+            }
         }
         Ok((index, stat))
     }

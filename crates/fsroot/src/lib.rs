@@ -34,6 +34,13 @@ mod problem;
 pub mod procfs;
 mod sys;
 pub mod temp;
+// macOS's liveness backend (`engine::liveness::Liveness`), and its parsing, tested everywhere.
+#[cfg(target_os = "macos")]
+pub mod macproc;
+pub mod procargs;
+// Windows's liveness backend (`engine::liveness::Liveness`).
+#[cfg(windows)]
+pub mod winproc;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -121,23 +128,79 @@ impl FileId {
     }
 }
 
-/// Who owns a file: its user id on Unix; unknown on Windows, where an owner is a SID the
-/// doctor does not read (the only pack that asks, build-dirs, reclaims nothing there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Owner(Option<u32>);
+/// Who owns a file or runs a process: a user id on Unix; a security identifier (SID) on
+/// Windows, where a file's owner is read only when asked ([`Root::owner`]), so a [`Stat`]
+/// there says unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Owner(OwnerId);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+enum OwnerId {
+    #[default]
+    Unknown,
+    Uid(u32),
+    /// A SID's binary form, at most [`SID_MAX`] bytes.
+    Sid(u8, [u8; SID_MAX]),
+}
+
+/// The longest SID (`SECURITY_MAX_SID_SIZE`).
+const SID_MAX: usize = 68;
 
 impl Owner {
     /// The owner with Unix user id `uid`.
     pub fn uid(uid: u32) -> Owner {
-        Owner(Some(uid))
+        Owner(OwnerId::Uid(uid))
+    }
+    /// The owner with the Windows SID whose binary form is `sid`; unknown when `sid` is longer
+    /// than a SID can be.
+    pub fn sid(sid: &[u8]) -> Owner {
+        if sid.len() > SID_MAX {
+            return Owner::unknown();
+        }
+        let mut bytes = [0; SID_MAX];
+        bytes[..sid.len()].copy_from_slice(sid);
+        Owner(OwnerId::Sid(sid.len() as u8, bytes))
     }
     /// An owner this OS does not tell.
     pub fn unknown() -> Owner {
-        Owner(None)
+        Owner(OwnerId::Unknown)
     }
     /// The Unix user id, where there is one.
     pub fn as_uid(&self) -> Option<u32> {
-        self.0
+        match self.0 {
+            OwnerId::Uid(uid) => Some(uid),
+            _ => None,
+        }
+    }
+    /// Whether the owner is known.
+    pub fn is_known(&self) -> bool {
+        self.0 != OwnerId::Unknown
+    }
+}
+
+impl std::fmt::Display for Owner {
+    /// `uid 1000`; a SID in its string form (`S-1-5-21-…`); `an unknown owner`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            OwnerId::Unknown => f.write_str("an unknown owner"),
+            OwnerId::Uid(uid) => write!(f, "uid {uid}"),
+            OwnerId::Sid(len, bytes) => {
+                let b = &bytes[..len as usize];
+                if b.len() < 8 {
+                    return f.write_str("an unreadable SID");
+                }
+                let authority = b[2..8].iter().fold(0u64, |a, x| a << 8 | u64::from(*x));
+                write!(f, "S-{}-{authority}", b[0])?;
+                for sub in b[8..].chunks_exact(4).take(b[1] as usize) {
+                    write!(
+                        f,
+                        "-{}",
+                        u32::from_le_bytes(sub.try_into().expect("4 bytes"))
+                    )?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -437,6 +500,17 @@ impl Root {
 
     /// `lstat` of `rel`; `Ok(None)` when nothing is there. The last component is looked at
     /// relative to its parent's handle; a symlink on the way there is refused.
+    /// Who owns `rel` (not following it): on Unix its stat's uid, on Windows the owner SID of
+    /// its security descriptor, which a [`Stat`] there does not carry.
+    pub fn owner(&self, rel: &Path) -> Result<Owner> {
+        let p = confine(rel)?;
+        if p.as_os_str().is_empty() {
+            return Err(Error::escape(rel));
+        }
+        let (parent, name) = self.parent_handle(&p)?;
+        parent.owner(&name).map_err(|e| self.err("inspect", &p, e))
+    }
+
     pub fn stat(&self, rel: &Path) -> Result<Option<Stat>> {
         let p = confine(rel)?;
         let absent = |e: &std::io::Error| {
@@ -627,6 +701,67 @@ impl HeldDir<'_> {
 }
 
 impl WritableRoot {
+    /// The first entry of the tree at `rel` (`rel` itself included, in no set order) that
+    /// another process holds so that it cannot be deleted, relative to the root: on Windows one
+    /// held open without `FILE_SHARE_DELETE` (a file Go has open, a process's working
+    /// directory), found by opening each entry for deletion and closing it again; `None` when
+    /// there is none, and always on Unix, where no open blocks a delete. Nothing is changed;
+    /// an entry gone during the walk is passed over. The walk never follows a link.
+    pub fn held_open(&self, rel: &Path) -> Result<Option<PathBuf>> {
+        if !sys::DELETE_CAN_BE_REFUSED {
+            return Ok(None);
+        }
+        let p = confine(rel)?;
+        if p.as_os_str().is_empty() {
+            return Err(Error::escape(rel));
+        }
+        let (parent, name) = self.parent_handle(&p)?;
+        let is_dir = match parent.stat(&name) {
+            Ok(m) => m.is_dir(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.err("inspect", &p, e)),
+        };
+        let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        match parent.delete_refused(&name, is_dir) {
+            Ok(true) => return Ok(Some(p)),
+            Ok(false) => {}
+            Err(e) if gone(&e) => return Ok(None),
+            Err(e) => return Err(self.err("inspect", &p, e)),
+        }
+        if !is_dir {
+            return Ok(None);
+        }
+        let mut stack = vec![(
+            parent
+                .open_dir(&name)
+                .map_err(|e| self.err("open directory", &p, e))?,
+            p,
+        )];
+        while let Some((dir, at)) = stack.pop() {
+            let entries = dir
+                .entries()
+                .map_err(|e| self.err("list directory", &at, e))?;
+            for (name, kind) in entries {
+                let child = at.join(&name);
+                let is_dir = kind == EntryKind::Dir;
+                match dir.delete_refused(&name, is_dir) {
+                    Ok(true) => return Ok(Some(child)),
+                    Ok(false) => {}
+                    Err(e) if gone(&e) => continue,
+                    Err(e) => return Err(self.err("inspect", &child, e)),
+                }
+                if is_dir {
+                    match dir.open_dir(&name) {
+                        Ok(d) => stack.push((d, child)),
+                        Err(e) if gone(&e) => {}
+                        Err(e) => return Err(self.err("open directory", &child, e)),
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Opens `anchor` (an existing directory) for reading and writing.
     pub fn open(anchor: &Path) -> Result<WritableRoot> {
         Ok(WritableRoot {
@@ -1130,4 +1265,26 @@ fn split_file_path(path: &Path) -> Result<(PathBuf, PathBuf)> {
         _ => PathBuf::from("."),
     };
     Ok((parent, PathBuf::from(name)))
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::Owner;
+
+    #[test]
+    fn owners_print_as_a_uid_or_a_sid_string() {
+        assert_eq!(Owner::uid(1000).to_string(), "uid 1000");
+        // S-1-5-18 (LocalSystem) and S-1-5-21-1-2-3-1001 in their binary form.
+        assert_eq!(
+            Owner::sid(&[1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0]).to_string(),
+            "S-1-5-18"
+        );
+        let user = [
+            1, 5, 0, 0, 0, 0, 0, 5, 21, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0xe9, 3, 0, 0,
+        ];
+        assert_eq!(Owner::sid(&user).to_string(), "S-1-5-21-1-2-3-1001");
+        assert_ne!(Owner::sid(&user), Owner::sid(&user[..24]));
+        assert!(!Owner::sid(&[0; 69]).is_known());
+        assert_eq!(Owner::unknown().as_uid(), None);
+    }
 }

@@ -95,8 +95,8 @@ fn judge(cx: &BuildContext<'_>, e: &RootEntry) -> Verdict {
     if let Some(why) = cx.processes.unsupported_why() {
         return Verdict::Spare(why);
     }
-    if Some(e.uid) != cx.config.uid {
-        return Verdict::Spare(format!("owned by uid {}, not by the invoking user", e.uid));
+    if Some(e.owner) != cx.config.owner {
+        return Verdict::Spare(format!("owned by {}, not by the invoking user", e.owner));
     }
     // A deletion cut short changed the directory's mtime; the run that started it had found
     // it old enough, so the next run finishes it.

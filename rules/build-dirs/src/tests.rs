@@ -8,6 +8,7 @@ use engine::{
     RuleOutput,
 };
 use fsroot::procfs::ProcessInfo;
+use fsroot::Owner;
 use plan::{Action, Plan, PlannedAction, Precondition};
 use store::Timestamp;
 
@@ -26,7 +27,7 @@ fn dir(name: &str, age: i64) -> RootEntry {
     RootEntry {
         name: name.into(),
         kind: EntryKind::Dir,
-        uid: ME,
+        owner: Owner::uid(ME),
         mtime: NOW - age,
         has_git: Some(false),
         dev: 1,
@@ -70,7 +71,7 @@ fn plan_seeing(
         max_actions: 500,
         min_age_secs: HOUR,
         now: Timestamp(NOW),
-        uid: Some(ME),
+        owner: Some(Owner::uid(ME)),
     };
     let out = LeakedGoWorkdir.plan(&BuildContext {
         listing: &listing,
@@ -174,7 +175,7 @@ fn b1_spares_a_symlink_and_a_file() {
 fn b1_reclaims_nothing_where_liveness_cannot_be_read() {
     // Another user's directory too: the reason is the liveness, not the owner.
     let theirs = RootEntry {
-        uid: 0,
+        owner: Owner::uid(0),
         ..dir("go-build2", 2 * DAY)
     };
     let out = plan_seeing(
@@ -199,7 +200,7 @@ fn b1_reclaims_nothing_where_liveness_cannot_be_read() {
 #[test]
 fn b1_spares_another_users_dir() {
     let theirs = RootEntry {
-        uid: 0,
+        owner: Owner::uid(0),
         ..dir("go-build1", 2 * DAY)
     };
     assert_eq!(

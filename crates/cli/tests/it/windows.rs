@@ -291,7 +291,7 @@ mod links {
 
     use super::{close, planned, repair};
     use crate::common::tree;
-    use crate::stores::{bound_document, data_dir, empty_store, pretty, write};
+    use crate::stores::{empty_store, write};
 
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
 
@@ -426,6 +426,117 @@ fn stores_bound_by_the_apps_windows_spellings_are_kept() {
             planned.contains(&orphan.to_owned()),
             "{orphan}: {planned:?}"
         );
+    }
+    close(tmp);
+}
+
+/// A live `hold-dir` process: its working directory and a file it holds open without
+/// `FILE_SHARE_DELETE` (paths given on its stdin, so its command line names neither).
+struct LiveBuild {
+    child: std::process::Child,
+}
+
+impl LiveBuild {
+    fn start(cwd: &Path, file: &Path) -> LiveBuild {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new(test_support::binary(
+            env!("CARGO_BIN_EXE_doctor"),
+            "hold-dir",
+        ))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hold-dir");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{}\n{}", cwd.display(), file.display()).unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "held", "hold-dir did not start");
+        child.stdin = Some(stdin);
+        LiveBuild { child }
+    }
+}
+
+impl Drop for LiveBuild {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The build-dirs sweep on Windows (issue 23): a live process whose working directory is inside
+/// one Go work directory (read from its process block) keeps it; one that holds a file open in
+/// another without `FILE_SHARE_DELETE`, which the process table does not show, keeps that one
+/// too: the real run finds the file cannot be deleted and leaves the whole directory ("in use")
+/// before deleting anything of it; a directory no process uses is reclaimed. Once the process
+/// is gone, the next run reclaims both.
+#[test]
+fn the_sweep_keeps_what_a_live_process_uses_and_reclaims_the_rest() {
+    let tmp = TempDir::new().unwrap();
+    let root = tmp.path().join("T");
+    let state = tmp.path().join("state");
+    for dir in ["go-build1", "go-build2", "go-build3"] {
+        write(&root, &format!("{dir}/b001/a.o"), b"object");
+        write(&root, &format!("{dir}/b001/importcfg"), b"packagefile x");
+    }
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["--sweep-build-dirs", "--root", root.to_str().unwrap()];
+        args.extend(["--min-age", "0s", "--json"]);
+        args.extend(extra);
+        let out = Doctor::new().args(args).env("XDG_STATE_HOME", &state).run();
+        let v = out.json();
+        (out.code, v)
+    };
+    let skipped = |report: &Value, path: &str| -> String {
+        let in_plan = report["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["path"] == path)
+            .map(|k| k["why"].as_str().unwrap().to_owned());
+        in_plan.unwrap_or_else(|| {
+            let o = outcome(report, path);
+            assert_eq!(o["outcome"], "skipped", "{path}: {o}");
+            o["why"].as_str().unwrap().to_owned()
+        })
+    };
+    let held = root.join("go-build2/b001/a.o");
+    let build = LiveBuild::start(&root.join("go-build1/b001"), &held);
+    let before = tree(&root.join("go-build2"));
+
+    let (code, dry) = sweep(&["--dry-run"]);
+    assert_eq!(code, Some(0), "{dry:#}");
+    let why = skipped(&dry, "go-build1");
+    assert!(
+        why.starts_with("referenced by a live process") && why.contains("cwd"),
+        "{why}"
+    );
+    assert_eq!(planned(&dry), ["go-build2", "go-build3"], "{dry:#}");
+
+    let (_, real) = sweep(&[]);
+    assert_eq!(
+        outcome(&real, "go-build3")["outcome"],
+        "applied",
+        "{real:#}"
+    );
+    assert!(!root.join("go-build3").exists());
+    let why = skipped(&real, "go-build2");
+    assert!(why.starts_with("in use:") && why.contains("a.o"), "{why}");
+    assert_eq!(
+        tree(&root.join("go-build2")),
+        before,
+        "nothing of it deleted"
+    );
+    assert!(root.join("go-build1/b001/a.o").exists());
+
+    drop(build);
+    let (code, last) = sweep(&[]);
+    assert_eq!(code, Some(0), "{last:#}");
+    for dir in ["go-build1", "go-build2"] {
+        assert_eq!(outcome(&last, dir)["outcome"], "applied", "{dir}: {last:#}");
+        assert!(!root.join(dir).exists(), "{dir}");
     }
     close(tmp);
 }

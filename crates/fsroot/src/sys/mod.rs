@@ -45,6 +45,10 @@
 //!   where `rename_noreplace` is `Unsupported` (never on Windows).
 //! - `process_alive(pid) -> Option<bool>`: whether a process id names a running process;
 //!   `None` when that cannot be told.
+//! - `Dir::owner(name)`: who owns the entry (Unix: its uid; Windows: its owner SID).
+//! - `DELETE_CAN_BE_REFUSED` and `Dir::delete_refused(name, is_dir)`: whether another
+//!   process's open can make a delete fail, and whether one does for the entry now (Windows: a
+//!   handle opened without `FILE_SHARE_DELETE`, a sharing violation; never on Unix).
 
 use std::ffi::{OsStr, OsString};
 use std::io;

@@ -163,6 +163,16 @@ impl Dir {
         self.0.dir_metadata().map(|m| cap_meta(&m))
     }
 
+    /// Whether another process's open makes deleting `name` fail: never on Unix.
+    pub(crate) fn delete_refused(&self, _name: &OsStr, _is_dir: bool) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// Who owns `name` (not following it): its stat's uid.
+    pub(crate) fn owner(&self, name: &OsStr) -> io::Result<crate::Owner> {
+        self.stat(name).map(|m| m.owner)
+    }
+
     pub(crate) fn mount(&self, name: &OsStr) -> io::Result<MountId> {
         #[cfg(target_os = "linux")]
         {
@@ -309,6 +319,9 @@ pub(crate) fn is_link_error(e: &io::Error) -> bool {
 }
 
 /// No Unix error passes by itself (Windows' sharing violations have no counterpart).
+/// No open of another process makes a delete fail on Unix.
+pub(crate) const DELETE_CAN_BE_REFUSED: bool = false;
+
 pub(crate) fn is_transient(_: &io::Error) -> bool {
     false
 }

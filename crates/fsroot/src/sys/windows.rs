@@ -32,11 +32,15 @@ use windows_sys::Wdk::Storage::FileSystem::{
     FILE_OPEN_REPARSE_POINT, FILE_RENAME_INFORMATION, FILE_SYNCHRONOUS_IO_NONALERT,
 };
 use windows_sys::Win32::Foundation::{
-    RtlNtStatusToDosError, ERROR_ACCESS_DENIED, ERROR_DELETE_PENDING, ERROR_DIRECTORY,
+    LocalFree, RtlNtStatusToDosError, ERROR_ACCESS_DENIED, ERROR_DELETE_PENDING, ERROR_DIRECTORY,
     ERROR_DIRECTORY_NOT_SUPPORTED, ERROR_FILENAME_EXCED_RANGE, ERROR_INVALID_PARAMETER,
     ERROR_LOCK_VIOLATION, ERROR_SHARING_VIOLATION, ERROR_STOPPED_ON_SYMLINK, HANDLE, NTSTATUS,
     OBJ_CASE_INSENSITIVE, STATUS_DELETE_PENDING, STATUS_FILE_IS_A_DIRECTORY, STATUS_NO_MORE_FILES,
     STILL_ACTIVE, UNICODE_STRING,
+};
+use windows_sys::Win32::Security::Authorization::{GetSecurityInfo, SE_FILE_OBJECT};
+use windows_sys::Win32::Security::{
+    GetLengthSid, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     GetFileInformationByHandle, LockFileEx, UnlockFileEx, BY_HANDLE_FILE_INFORMATION, DELETE,
@@ -45,7 +49,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_READ_EA, FILE_SHARE_DELETE, FILE_SHARE_READ,
     FILE_SHARE_WRITE, FILE_TRAVERSE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
     LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, MAXIMUM_REPARSE_DATA_BUFFER_SIZE,
-    SYNCHRONIZE,
+    READ_CONTROL, SYNCHRONIZE,
 };
 use windows_sys::Win32::System::Ioctl::FSCTL_GET_REPARSE_POINT;
 use windows_sys::Win32::System::Threading::{
@@ -292,6 +296,54 @@ impl Dir {
         mark_deleted(&entry)
     }
 
+    /// Whether another process holds `name` open so that it cannot be deleted: a handle
+    /// opened without `FILE_SHARE_DELETE` (as Go opens its files, and as a process's working
+    /// directory is held) makes an open for `DELETE` fail with a sharing violation. The open
+    /// is closed at once; nothing is changed.
+    pub(crate) fn delete_refused(&self, name: &OsStr, is_dir: bool) -> io::Result<bool> {
+        let options = if is_dir { FILE_DIRECTORY_FILE } else { 0 };
+        match self.open_entry(name, DELETE | SYNCHRONIZE | FILE_READ_ATTRIBUTES, options) {
+            Ok(_) => Ok(false),
+            Err(e) if e.raw_os_error() == Some(ERROR_SHARING_VIOLATION as i32) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Who owns `name` (not following it): the owner SID of its security descriptor.
+    pub(crate) fn owner(&self, name: &OsStr) -> io::Result<crate::Owner> {
+        let entry = self.open_entry(name, READ_CONTROL | SYNCHRONIZE, 0)?;
+        let mut sid: PSID = ptr::null_mut();
+        let mut descriptor: PSECURITY_DESCRIPTOR = ptr::null_mut();
+        // SAFETY: `entry` is live; `sid` and `descriptor` receive pointers into one buffer the
+        // system allocates, freed below with LocalFree.
+        let code = unsafe {
+            GetSecurityInfo(
+                entry.as_raw_handle(),
+                SE_FILE_OBJECT,
+                OWNER_SECURITY_INFORMATION,
+                &mut sid,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                &mut descriptor,
+            )
+        };
+        if code != 0 {
+            return Err(win_error(code));
+        }
+        let owner = if sid.is_null() {
+            crate::Owner::unknown()
+        } else {
+            // SAFETY: `sid` points to the valid SID inside `descriptor`, alive until freed.
+            let len = unsafe { GetLengthSid(sid) } as usize;
+            // SAFETY: `len` bytes at `sid` lie inside `descriptor`.
+            crate::Owner::sid(unsafe { std::slice::from_raw_parts(sid.cast::<u8>(), len) })
+        };
+        // SAFETY: `descriptor` was allocated by GetSecurityInfo for us to free, once.
+        unsafe { LocalFree(descriptor) };
+        Ok(owner)
+    }
+
     /// What the link `name` points to: the print name of a symlink or junction (its
     /// substitute name when the print name is empty).
     pub(crate) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
@@ -369,6 +421,9 @@ impl Dir {
         }
     }
 }
+
+/// Another process's handle without `FILE_SHARE_DELETE` makes a delete fail on Windows.
+pub(crate) const DELETE_CAN_BE_REFUSED: bool = true;
 
 /// The [`Meta`] of an opened file.
 pub(crate) fn file_meta(f: &File) -> io::Result<Meta> {
