@@ -165,6 +165,9 @@ pub struct SweepReport {
     pub skipped: Vec<SweepSkipped>,
     /// Where the receipts of real runs go (absolute), when known.
     pub receipts_file: Option<String>,
+    /// The sources of liveness this OS's backend read (`cwd`, `argv`, `environ`, `open files`,
+    /// `maps` on Linux); none where there is no backend.
+    pub liveness: Vec<String>,
     #[serde(skip)]
     receipt_failed: bool,
     /// Directories kept only because a process that could not be read (or seen) may be
@@ -476,6 +479,7 @@ impl SweepReport {
                 })
                 .collect(),
             receipts_file,
+            liveness: Vec::new(),
             receipt_failed,
             held_unseen: 0,
             unsupported: false,
@@ -487,6 +491,7 @@ impl SweepReport {
     /// in one error (naming `proc`) and the run fails (exit 1). Where liveness cannot be read
     /// at all (an OS without a backend), it says so whatever was found, and the run fails.
     fn note_unseen(&mut self, live: &Liveness, processes: &ProcessRefs) {
+        self.liveness = live.sources().iter().map(|s| (*s).to_owned()).collect();
         let unseen = |why: &str| why.starts_with(engine::liveness::NOT_KNOWN_UNUSED);
         let planned = self.skipped.iter().filter(|k| unseen(&k.why)).count();
         let checked = self
@@ -615,6 +620,7 @@ impl SweepReport {
             summary,
             skipped,
             receipts_file: None,
+            liveness: Vec::new(),
             receipt_failed: false,
             held_unseen: 0,
             unsupported: false,

@@ -317,7 +317,7 @@ impl ProcessRefs {
 
     /// Indexes a scan of Windows's processes: each one's working directory, every argument of
     /// its command line (split as `CommandLineToArgvW` splits it) and environment value, split
-    /// on `;` (Windows's list separator) and at each drive (`-IC:\\x`); the processes it could
+    /// on `;` (Windows's list separator) and at each drive (`-IC:\x`); the processes it could
     /// not read are judged by [`Unseen::judge_windows`].
     #[cfg(windows)]
     pub fn from_windows(scan: winproc::ProcessScan) -> ProcessRefs {
@@ -451,7 +451,7 @@ impl ProcessRefs {
 
     /// A reference to `dir` itself or to a path beneath it, if any process holds one.
     /// Matching is by whole path components: `/x/go-build12` does not match `/x/go-build123`;
-    /// on Windows without regard to case or drive (`C:\\X` is `d:\\x`), which spares more,
+    /// on Windows without regard to case or drive (`C:\X` is `d:\x`), which spares more,
     /// never less. The path of a reference is its indexed form (lower case on Windows).
     pub fn referencing(&self, dir: &Path) -> Option<Reference> {
         let dir = key(absolute_normal(dir)?);
@@ -561,6 +561,24 @@ impl Liveness {
         }
     }
 
+    /// The sources of liveness the backend reads, as the sweep's report names them.
+    pub fn sources(&self) -> &'static [&'static str] {
+        match self {
+            #[cfg(target_os = "linux")]
+            Liveness::Procfs(_) => &["cwd", "argv", "environ", "open files", "maps"],
+            #[cfg(windows)]
+            Liveness::Windows => &[
+                "cwd",
+                "command line",
+                "environ",
+                "files held open (checked before each deletion)",
+            ],
+            #[cfg(target_os = "macos")]
+            Liveness::Macos => &["cwd", "argv", "environ", "open files"],
+            Liveness::Unsupported(_) => &[],
+        }
+    }
+
     /// Where the backend reads from, for messages: the procfs mount, Windows's process table,
     /// or `None`.
     pub fn source(&self) -> Option<&Path> {
@@ -576,19 +594,24 @@ impl Liveness {
     }
 }
 
-/// `p` made absolute-only and lexically normal (`.` dropped, `..` popped); `None` when relative.
+/// `p` made absolute-only and lexically normal (`.` dropped, `..` popped, never above the root);
+/// `None` when relative. A Windows drive or share stays: the index drops it ([`key`]).
 fn absolute_normal(p: &Path) -> Option<PathBuf> {
     if !p.is_absolute() {
         return None;
     }
-    let mut out = PathBuf::from("/");
+    let mut out = PathBuf::new();
     for c in p.components() {
         match c {
+            Component::Prefix(pre) => out.push(pre.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
             Component::Normal(n) => out.push(n),
             Component::ParentDir => {
-                out.pop();
+                if out.parent().is_some() {
+                    out.pop();
+                }
             }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::CurDir => {}
         }
     }
     Some(out)
@@ -597,20 +620,25 @@ fn absolute_normal(p: &Path) -> Option<PathBuf> {
 /// `p` as the index keeps it: in its Unicode form (itself when it is Unicode, else with each
 /// invalid sequence replaced by U+FFFD; a separator is never part of an invalid sequence, so a
 /// path at or under another stays at or under it in this form), and on Windows, whose
-/// filesystems compare names without case, in lower case.
+/// filesystems compare names without case, in lower case and without its drive or share
+/// (`C:\X` and `\\?\d:\x` are one key), which spares more, never less.
 fn key(p: PathBuf) -> PathBuf {
     let p = match p.to_str() {
         Some(_) => p,
         None => PathBuf::from(p.to_string_lossy().into_owned()),
     };
     if cfg!(windows) {
-        PathBuf::from(p.to_string_lossy().to_lowercase())
+        let rest: PathBuf = p
+            .components()
+            .filter(|c| !matches!(c, Component::Prefix(_)))
+            .collect();
+        PathBuf::from(rest.to_string_lossy().to_lowercase())
     } else {
         p
     }
 }
 
-/// The list separator of argv and environment values: `;` on Windows (`PATH=C:\\a;C:\\b`),
+/// The list separator of argv and environment values: `;` on Windows (`PATH=C:\a;C:\b`),
 /// `:` elsewhere.
 const LIST_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
 
@@ -633,7 +661,7 @@ fn value_paths(value: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
                 texts.push(&part[i..]);
             }
         }
-        // On Windows, from each drive on (`-IC:\\x`, `/Fo:C:\\x`, `@C:\\rsp`).
+        // On Windows, from each drive on (`-IC:\x`, `/Fo:C:\x`, `@C:\rsp`).
         if cfg!(windows) {
             let b = part.as_bytes();
             for i in 1..b.len().saturating_sub(1) {

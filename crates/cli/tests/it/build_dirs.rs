@@ -401,6 +401,11 @@ fn json_output_and_receipts_follow_their_schemas_and_the_dry_run_is_the_plan() {
     assert_valid("sweep-output", &dry);
     assert_eq!(dry["plan"]["actions"].as_array().unwrap().len(), 2);
     assert!(!state.exists(), "a dry run creates no state directory");
+    assert_eq!(
+        dry["liveness"],
+        serde_json::json!(["cwd", "argv", "environ", "open files", "maps"]),
+        "the report names the sources of liveness it read"
+    );
 
     // The schema is no rubber stamp: it rejects what B1 must never output.
     let rejects = |what: &str, edit: &dyn Fn(&mut Value)| {

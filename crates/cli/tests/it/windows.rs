@@ -514,6 +514,15 @@ fn the_sweep_keeps_what_a_live_process_uses_and_reclaims_the_rest() {
         "{why}"
     );
     assert_eq!(planned(&dry), ["go-build2", "go-build3"], "{dry:#}");
+    assert_eq!(
+        dry["liveness"],
+        serde_json::json!([
+            "cwd",
+            "command line",
+            "environ",
+            "files held open (checked before each deletion)"
+        ])
+    );
 
     let (_, real) = sweep(&[]);
     assert_eq!(
