@@ -11,7 +11,10 @@
 //! its token can be read. The idle process (pid 0) and `System` (pid 4), and any process whose
 //! block address is null (the kernel's minimal processes: `Registry`, `Memory Compression`,
 //! `Secure System`), have no working directory, command line or environment: they are counted
-//! in [`ProcessScan::kernel`]. A process that exits while it is read is not counted.
+//! in [`ProcessScan::kernel`]. A process that exits while it is read is not counted; a block
+//! that cannot be read once the process is open is read again five times, from 20 ms to 320 ms
+//! apart (a process being created has none yet). A process that cannot be opened at all
+//! (another user's) is not waited for.
 //!
 //! Open files are not listed: a file a live process holds without `FILE_SHARE_DELETE` (as Go
 //! opens its files) cannot be deleted, and `WritableRoot::remove_tree` checks every entry of a
@@ -34,7 +37,7 @@ use windows_sys::Wdk::System::Threading::{
     NtQueryInformationProcess, ProcessBasicInformation, ProcessWow64Information,
 };
 use windows_sys::Win32::Foundation::{
-    ERROR_INVALID_PARAMETER, ERROR_NO_MORE_FILES, HANDLE, INVALID_HANDLE_VALUE,
+    ERROR_INVALID_PARAMETER, ERROR_NO_MORE_FILES, HANDLE, INVALID_HANDLE_VALUE, STILL_ACTIVE,
 };
 use windows_sys::Win32::Security::{GetLengthSid, GetTokenInformation, TokenUser, TOKEN_QUERY};
 use windows_sys::Win32::System::Diagnostics::Debug::ReadProcessMemory;
@@ -42,8 +45,8 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, Process32FirstW, Process32NextW, PROCESSENTRY32W, TH32CS_SNAPPROCESS,
 };
 use windows_sys::Win32::System::Threading::{
-    GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_INFORMATION,
-    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_VM_READ,
+    GetCurrentProcess, GetExitCodeProcess, OpenProcess, OpenProcessToken,
+    PROCESS_QUERY_INFORMATION, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_VM_READ,
 };
 
 use crate::Owner;
@@ -338,16 +341,43 @@ fn read(pid: u32, name: &str) -> Read {
     if peb == 0 {
         return Read::Kernel;
     }
-    match read_block(h, peb, layout) {
-        Ok((cwd, command_line, environ)) => Read::Info(ProcessInfo {
-            pid,
-            name: name.to_owned(),
-            cwd: Some(cwd),
-            command_line,
-            environ,
-        }),
-        Err(e) => Read::Unread(format!("its process block cannot be read: {e}")),
+    // A process being created has no complete block yet, and one exiting loses it: a failed
+    // read is tried again a few times, and one that exited meanwhile is gone.
+    let mut last = None;
+    for attempt in 0..READ_ATTEMPTS {
+        if attempt > 0 {
+            // 20, 40, 80, 160, 320 ms: at most 620 ms for a process that stays unreadable.
+            std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
+        }
+        match read_block(h, peb, layout) {
+            Ok((cwd, command_line, environ)) => {
+                return Read::Info(ProcessInfo {
+                    pid,
+                    name: name.to_owned(),
+                    cwd: Some(cwd),
+                    command_line,
+                    environ,
+                })
+            }
+            Err(e) => last = Some(e),
+        }
+        if exited(h) {
+            return Read::Gone;
+        }
     }
+    let e = last.expect("at least one attempt");
+    Read::Unread(format!("its process block cannot be read: {e}"))
+}
+
+/// How many times a process block is read before the process counts as unreadable.
+const READ_ATTEMPTS: usize = 6;
+
+/// Whether the process has exited (its handle stays valid after it does).
+fn exited(h: HANDLE) -> bool {
+    let mut code = 0u32;
+    // SAFETY: `h` is live for the call and `code` is a writable u32.
+    let ok = unsafe { GetExitCodeProcess(h, &mut code) };
+    ok != 0 && code != STILL_ACTIVE as u32
 }
 
 type Block = (PathBuf, OsString, Vec<OsString>);

@@ -472,7 +472,12 @@ impl Drop for LiveBuild {
 /// too: the real run finds the file cannot be deleted and leaves the whole directory ("in use")
 /// before deleting anything of it; a directory no process uses is reclaimed. Once the process
 /// is gone, the next run reclaims both.
+///
+/// It needs a process table no other test is adding to: a process another test has just
+/// started cannot be read while it is being created, and the sweep then rightly reclaims
+/// nothing. So it is ignored in the parallel run, and `.ci/run` runs it alone afterwards.
 #[test]
+#[ignore = "needs a quiet process table: .ci/run runs it alone (--ignored --exact)"]
 fn the_sweep_keeps_what_a_live_process_uses_and_reclaims_the_rest() {
     let tmp = TempDir::new().unwrap();
     let root = tmp.path().join("T");
