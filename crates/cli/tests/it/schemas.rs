@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::common::Doctor;
+use crate::common::{self, Doctor};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -453,13 +453,13 @@ impl Store {
             .unwrap()
     }
 
-    /// Every path beneath S, relative, sorted, with file contents (symlinks: their target).
+    /// Every path beneath S, relative (with `/`), sorted, with file contents (symlinks: their target).
     fn tree(&self) -> Vec<(String, Option<Vec<u8>>)> {
         fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Option<Vec<u8>>)>) {
             for e in std::fs::read_dir(dir).unwrap() {
                 let e = e.unwrap();
                 let p = e.path();
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                let rel = common::slashed(p.strip_prefix(base).unwrap());
                 let ft = e.file_type().unwrap();
                 if ft.is_symlink() {
                     let target = std::fs::read_link(&p).unwrap();
