@@ -713,7 +713,6 @@ fn dry_run_real_run_and_status_outputs_match_their_schemas() {
 /// `previous_sha256` and `document`, `previous_version` and `runtime_store` manifest lines, and a
 /// recovered document, which must itself be a readable document.
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn thread_and_store_actions_match_their_schemas() {
     let store = Store::with_orphans();
     let dry = store.dry_run_with_plan_out();
@@ -794,7 +793,6 @@ fn thread_and_store_actions_match_their_schemas() {
 /// The shipped demo store exercises more of the pack than the small store above; as rules
 /// are added, their actions, receipts and manifest lines are validated here too.
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn demo_store_outputs_match_their_schemas() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
     let fixture = Store::at(demo.clone());
@@ -828,7 +826,6 @@ fn demo_store_outputs_match_their_schemas() {
 // ---- --apply-plan ----------------------------------------------------------------------
 
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn apply_plan_applies_exactly_the_planned_actions() {
     let store = Store::with_orphans();
     let dry = store.dry_run_with_plan_out();
