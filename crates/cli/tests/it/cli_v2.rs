@@ -590,10 +590,6 @@ fn durations_read_combined_and_long_units() {
 /// preview, the rules, a sweep of an empty root), text and JSON, with the temporary directory
 /// and run ids blanked: one snapshot (`snapshots/demo/commands.snap`).
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "a binding the app writes on Windows (`\\\\?\\C:\\...`) is refused as outside S: refset::normalize turns down every drive prefix (Component::Prefix); passes under Wine once it is kept, as admin::lexical keeps it; open in issue 22"
-)]
 fn every_command_over_the_demo_store() {
     let (tmp, s) = demo_with_old_artifacts();
     let empty_root = tempfile::tempdir().unwrap();

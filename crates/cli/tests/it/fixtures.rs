@@ -484,10 +484,6 @@ impl Pack for Sessions {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "a binding the app writes on Windows (`\\\\?\\C:\\...`) is refused as outside S: refset::normalize turns down every drive prefix (Component::Prefix); passes under Wine once it is kept, as admin::lexical keeps it (and ok_r1_readable needs a `/var/lib/...` binding outside S on Windows, as on Linux); open in issue 22"
-)]
 fn fixture_cases() {
     harness::fixture_cases::<Sessions>();
 }

@@ -487,10 +487,6 @@ fn a_plan_made_before_the_document_was_saved_does_not_unbind_its_thread() {
 /// writes, is set aside by the stale plan: its tree digest, the only precondition, did not
 /// change.
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "a binding the app writes on Windows (`\\\\?\\C:\\...`) is refused as outside S: refset::normalize turns down every drive prefix (Component::Prefix); passes under Wine once it is kept, as admin::lexical keeps it; open in issue 22"
-)]
 fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");
