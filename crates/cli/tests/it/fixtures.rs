@@ -10,7 +10,9 @@
 //! (`execution_scope`), which a fixture cannot know before it is copied. After copying, these
 //! placeholders are replaced in every regular file of S and of the home:
 //!
-//! - `@SESSIONS_DIR@`: the canonical absolute path of S;
+//! - `@SESSIONS_DIR@`: the canonical absolute path of S (every one is inside a JSON string; on
+//!   Windows the path after it is joined natively and the whole escaped, as the app writes
+//!   `std::fs::canonicalize`'s `\\?\C:\...\S\x\runtime`);
 //! - `@SESSIONS_LINK@`: the path of a symlink to S that lives outside S (`<tmp>/sessions-link`);
 //! - `@SCOPE:<store>@`: the execution scope of the store `<store>` (a path relative to S) as the
 //!   app computes it: lowercase hex SHA-256 of its `owner.json` `owner_id`, one zero byte, and
@@ -20,7 +22,10 @@
 //! scope as `[SCOPE:<store>]`, and the SHA-256 of a file whose placeholders were replaced as
 //! `[SHA256:<path>]`; in the tree listing, a file that holds such a value is hashed and sized as
 //! shown. Byte counts in plans and manifests are not redacted: the temp dir is always
-//! `/tmp/.tmpXXXXXX`, so they are the same on every machine.
+//! `/tmp/.tmpXXXXXX`, so they are the same on every Linux machine. On Windows the tree listing
+//! and the records are shown with `/` and with S's separators as on Linux, and a record's size
+//! as it would be with Linux's S; a case whose store holds S is not compared there (its
+//! documents' byte counts in plans and manifests depend on S's length).
 //!
 //! Each case is repaired through the library as a host would. Beyond what the harness shows and
 //! checks, the snapshot shows the files the real run wrote, the manifest, receipts and
@@ -32,8 +37,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    assert_nothing_lost, copy_tree, records_text, sha256_hex, tree, Holder, Kept, Node, Redactions,
-    Tree,
+    self, assert_nothing_lost, copy_tree, records_text, sha256_hex, slashed, tree, Holder, Kept,
+    Node, Redactions, Tree,
 };
 use crate::harness::{self, pretty, Pack, Sections};
 use doctor::{RepairOptions, RepairReport};
@@ -126,7 +131,18 @@ fn substitute(bytes: &[u8], setup: &Sessions, canonical_s: &Path) -> Option<Vec<
     let mut i = 0;
     while i < bytes.len() {
         let rest = &bytes[i..];
-        if rest.starts_with(b"@SESSIONS_DIR@") {
+        if rest.starts_with(b"@SESSIONS_DIR@") && cfg!(windows) {
+            // Every placeholder is inside a JSON string: the path the app writes there is
+            // `std::fs::canonicalize`'s (`\\?\C:\...\S\x\runtime`, where `/` is no separator),
+            // with its backslashes escaped.
+            let tail = &rest[b"@SESSIONS_DIR@".len()..];
+            let end = tail.iter().position(|&b| b == b'"').unwrap_or(tail.len());
+            let rel = String::from_utf8_lossy(&tail[..end]);
+            let native = canonical_s.join(rel.trim_start_matches('/'));
+            let escaped = native.to_string_lossy().replace('\\', "\\\\");
+            out.extend_from_slice(escaped.as_bytes());
+            i += b"@SESSIONS_DIR@".len() + end;
+        } else if rest.starts_with(b"@SESSIONS_DIR@") {
             out.extend_from_slice(dir);
             i += b"@SESSIONS_DIR@".len();
         } else if rest.starts_with(b"@SESSIONS_LINK@") {
@@ -164,7 +180,7 @@ fn substitute_tree(root: &Path, shown_as: &str, setup: &mut Sessions, canonical_
         let full = root.join(&path);
         // Keep the file's permissions: rewrite in place.
         std::fs::write(&full, &new).unwrap_or_else(|e| panic!("write {}: {e}", full.display()));
-        let rel = format!("{shown_as}{}", path.to_string_lossy());
+        let rel = format!("{shown_as}{}", slashed(&path));
         setup.substituted.push((rel, sha256_hex(&new)));
     }
 }
@@ -198,7 +214,7 @@ fn written_files(before: &Tree, after: &Tree, setup: &Sessions, red: &Redactions
     let s = setup.s.as_path();
     let mut out = String::new();
     for (path, node) in after {
-        let rel = path.to_string_lossy();
+        let rel = slashed(path);
         if rel.starts_with(".set-aside") || rel.starts_with(".reconcile") {
             continue;
         }
@@ -229,6 +245,29 @@ fn written_files(before: &Tree, after: &Tree, setup: &Sessions, red: &Redactions
         out.push_str("(none)\n");
     }
     out
+}
+
+impl Sessions {
+    /// How long `bytes` (a record, which may name a file in S: an error) would be with S spelled
+    /// as on Linux, where S is `/tmp/.tmpXXXXXX/S` ([`Pack::TEMP_IN`]) and separators are `/`:
+    /// the byte count a snapshot shows on every OS.
+    fn len_with_linux_s(&self, bytes: &[u8]) -> usize {
+        const MARK: &str = "\u{1}";
+        const LINUX_S: usize = "/tmp/.tmpXXXXXX/S".len();
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        let mut spellings = vec![self.s.to_string_lossy().into_owned()];
+        if let Ok(c) = self.s.canonicalize() {
+            spellings.push(c.to_string_lossy().into_owned());
+        }
+        let escaped: Vec<String> = spellings.iter().map(|t| t.replace('\\', "\\\\")).collect();
+        spellings.extend(escaped);
+        spellings.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        for t in &spellings {
+            text = text.replace(t.as_str(), MARK);
+        }
+        let text = common::slash_after(&text, MARK);
+        text.len() + text.matches(MARK).count() * (LINUX_S - MARK.len())
+    }
 }
 
 impl Pack for Sessions {
@@ -341,7 +380,7 @@ impl Pack for Sessions {
         needles.extend(self.scopes.values().map(|v| v.as_bytes().to_vec()));
         for tree in trees {
             for (path, node) in tree.iter() {
-                let rel = path.to_string_lossy();
+                let rel = slashed(path);
                 if rel.starts_with(".set-aside") || rel.starts_with(".reconcile") {
                     continue;
                 }
@@ -392,7 +431,12 @@ impl Pack for Sessions {
     }
 
     fn listed_as(&self, path: &str, bytes: &[u8]) -> Option<String> {
-        is_record(path).then(|| format!("file {:>6}  (record, below)", bytes.len()))
+        let len = if cfg!(windows) {
+            self.len_with_linux_s(bytes)
+        } else {
+            bytes.len()
+        };
+        is_record(path).then(|| format!("file {len:>6}  (record, below)"))
     }
 
     fn sections(
@@ -440,10 +484,6 @@ impl Pack for Sessions {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "snapshots of stores whose bindings hold S differ on Windows (binding spelling and byte counts); open in issue 22"
-)]
 fn fixture_cases() {
     harness::fixture_cases::<Sessions>();
 }

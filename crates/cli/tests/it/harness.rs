@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use store::Clock;
 
 use crate::common::case::{apply_mtimes, parse_time, MtimeSpec, SymlinkSpec};
-use crate::common::{copy_tree, fixtures_dir, sha256_hex, tree, Node, Redactions, Tree};
+use crate::common::{copy_tree, fixtures_dir, sha256_hex, slashed, tree, Node, Redactions, Tree};
 
 /// The clock of a case that names none.
 const DEFAULT_NOW: &str = "2026-11-29T12:00:00Z";
@@ -294,7 +294,7 @@ fn render_tree<P: Pack>(pack: &P, t: &Tree, red: &Redactions) -> String {
     let rows: Vec<(String, String)> = t
         .iter()
         .map(|(path, node)| {
-            let path = red.apply(&path.to_string_lossy());
+            let path = red.apply(&slashed(path));
             let what = match node {
                 Node::Dir => "dir".to_owned(),
                 Node::File(b) => pack.listed_as(&path, b).unwrap_or_else(|| {

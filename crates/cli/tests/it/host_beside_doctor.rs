@@ -166,7 +166,6 @@ fn history_of_violations(journal: &Path, s: &Path) -> String {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "fails under Wine; open in issue 22")]
 fn a_live_host_beside_the_doctor_loses_nothing_and_keeps_what_it_holds() {
     let seconds: u64 = std::env::var("DOCTOR_HOST_SECONDS")
         .ok()
@@ -488,7 +487,6 @@ fn a_plan_made_before_the_document_was_saved_does_not_unbind_its_thread() {
 /// writes, is set aside by the stale plan: its tree digest, the only precondition, did not
 /// change.
 #[test]
-#[cfg_attr(windows, ignore = "fails under Wine; open in issue 22")]
 fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("S");

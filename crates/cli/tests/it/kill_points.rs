@@ -94,7 +94,7 @@ fn fresh_copy_held(pristine: &Path, s: &Path) -> common::Holder {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "fails under Wine (a run killed just before a recovery receipt leaves the recovered document after restore); windows::a_repair_killed_at_a_few_points_converges_and_restores_to_the_original covers Windows; open in issue 22"
+    ignore = "exhaustive: too slow under Wine for the CI budget (232 kill points, 22 min); windows::a_repair_killed_at_a_few_points_converges_and_restores_to_the_original covers Windows"
 )]
 fn every_kill_point_converges_and_loses_nothing() {
     let (_tmp, pristine) = demo_with_leases();
@@ -110,6 +110,9 @@ fn every_kill_point_converges_and_loses_nothing() {
     assert!(plans_nothing(&s));
     let want_user = user_tree(&s);
     let want_aside = common::set_aside_files(&tree(&s));
+    // Its holder lets go before the next copy replaces S: on Windows a file held open cannot
+    // leave its directory, so S could not be removed.
+    drop(_held);
 
     let mut total = 0;
     loop {

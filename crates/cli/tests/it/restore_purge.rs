@@ -1166,10 +1166,6 @@ fn status(s: &Path) -> Value {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
-)]
 fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1287,10 +1283,6 @@ fn a_run_the_app_wrote_is_listed_and_restored_byte_for_byte() {
 /// owner lock still in the run) is finished by the next restore; a store missing from its run
 /// and never restored is refused, by name.
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
-)]
 fn an_app_store_restore_cut_short_is_finished_and_one_missing_from_its_run_is_refused() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1327,10 +1319,6 @@ fn an_app_store_restore_cut_short_is_finished_and_one_missing_from_its_run_is_re
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
-)]
 fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
     let (_tmp, s) = app_store();
     put_store(&s, "x/runtime");
@@ -1382,10 +1370,6 @@ fn a_run_the_app_wrote_that_cannot_be_verified_is_purged_only_with_force() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
-)]
 fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
     let (_tmp, s) = app_store();
     put(&s, "torn.json", b"{");
@@ -1394,12 +1378,19 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
     std::fs::remove_file(s.join("torn.json")).unwrap();
     put(&s, &format!(".set-aside/{APP_RUN}/escape.json"), b"{}");
     let outside = s.parent().unwrap().join("outside.json");
+    // `S/../outside.json` with the OS's separator (in a verbatim Windows path, `/` is no
+    // separator and `..` would be part of a name).
+    let leading_out = format!(
+        "{}{sep}..{sep}outside.json",
+        s.display(),
+        sep = std::path::MAIN_SEPARATOR
+    );
     let lines = [
         serde_json::json!({
             "at": "2026-10-01T12:00:00Z",
             "detail": Value::Null,
             "moved_to": run_dir.join("escape.json").to_string_lossy(),
-            "original": format!("{}/../outside.json", s.display()),
+            "original": leading_out.as_str(),
             "reason": "a line that leads out of S"
         }),
         serde_json::json!({
@@ -1418,8 +1409,7 @@ fn an_app_manifest_line_naming_a_path_outside_s_is_refused_by_name() {
     assert_admin_valid(&out);
     let why = out["skipped"][0]["why"].as_str().unwrap();
     assert!(
-        why.contains(&format!("{}/../outside.json", s.display()))
-            && why.contains("outside the sessions directory"),
+        why.contains(&leading_out) && why.contains("outside the sessions directory"),
         "{out:#}"
     );
     assert!(!outside.exists(), "nothing is written outside S");
@@ -1570,10 +1560,6 @@ fn status_items(opts: &doctor::RepairOptions, run: &str) -> u64 {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "app-written runs name Unix absolute paths that are not absolute on Windows; open in issue 22"
-)]
 fn a_repairs_run_is_listed_numbered_and_restored_by_number() {
     use doctor::ItemState;
     let (_tmp, s) = demo_with_old_artifacts();

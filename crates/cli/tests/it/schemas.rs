@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::common::Doctor;
+use crate::common::{self, Doctor};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -453,13 +453,13 @@ impl Store {
             .unwrap()
     }
 
-    /// Every path beneath S, relative, sorted, with file contents (symlinks: their target).
+    /// Every path beneath S, relative (with `/`), sorted, with file contents (symlinks: their target).
     fn tree(&self) -> Vec<(String, Option<Vec<u8>>)> {
         fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Option<Vec<u8>>)>) {
             for e in std::fs::read_dir(dir).unwrap() {
                 let e = e.unwrap();
                 let p = e.path();
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                let rel = common::slashed(p.strip_prefix(base).unwrap());
                 let ft = e.file_type().unwrap();
                 if ft.is_symlink() {
                     let target = std::fs::read_link(&p).unwrap();
@@ -713,7 +713,6 @@ fn dry_run_real_run_and_status_outputs_match_their_schemas() {
 /// `previous_sha256` and `document`, `previous_version` and `runtime_store` manifest lines, and a
 /// recovered document, which must itself be a readable document.
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn thread_and_store_actions_match_their_schemas() {
     let store = Store::with_orphans();
     let dry = store.dry_run_with_plan_out();
@@ -794,7 +793,6 @@ fn thread_and_store_actions_match_their_schemas() {
 /// The shipped demo store exercises more of the pack than the small store above; as rules
 /// are added, their actions, receipts and manifest lines are validated here too.
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn demo_store_outputs_match_their_schemas() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
     let fixture = Store::at(demo.clone());
@@ -828,7 +826,6 @@ fn demo_store_outputs_match_their_schemas() {
 // ---- --apply-plan ----------------------------------------------------------------------
 
 #[test]
-#[cfg_attr(windows, ignore = "fails on Windows; open in issue 22")]
 fn apply_plan_applies_exactly_the_planned_actions() {
     let store = Store::with_orphans();
     let dry = store.dry_run_with_plan_out();

@@ -430,12 +430,29 @@ impl Sim {
         None
     }
 
+    /// Writes `rel` atomically as the app does (platforms.md §6): on Windows a replace refused
+    /// with error 5, 32 or 33 (a reader holding the target open, such as a doctor scanning the
+    /// store) is tried again, up to 6 attempts, 10·2ⁿ ms apart; on Unix no error is transient.
+    fn write_atomic(&self, rel: &str, bytes: &[u8]) -> fsroot::Result<()> {
+        let mut attempt = 0;
+        loop {
+            match self.root.write_atomic(Path::new(rel), bytes) {
+                Err(e) if e.is_transient() && attempt < 5 => {
+                    eprintln!("host-sim: retrying {rel}: {e}");
+                    std::thread::sleep(Duration::from_millis(10 << attempt));
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
     /// Writes one file of a held session atomically and remembers it. A write whose own
     /// temporary file vanished under it (someone removed it between its creation and the
     /// rename) is counted as `interfered`, journaled, and retried.
     fn put(&mut self, s: &mut Session, rel: String, bytes: Vec<u8>) {
         for attempt in 1..=5 {
-            match self.root.write_atomic(Path::new(&rel), &bytes) {
+            match self.write_atomic(&rel, &bytes) {
                 Ok(()) => break,
                 Err(e) if e.is_not_found() && attempt < 5 => {
                     eprintln!("host-sim: interfered {rel}: {e}");
@@ -780,7 +797,7 @@ impl Sim {
             );
         }
         let tombstone = format!(".late-usage/{}.deleted", s.id);
-        if let Err(e) = self.root.write_atomic(Path::new(&tombstone), b"") {
+        if let Err(e) = self.write_atomic(&tombstone, b"") {
             self.violation(&s.id, &tombstone, format!("write failed: {e}"));
         }
         // What is left is still the host's until it lets go.

@@ -75,6 +75,13 @@ pub enum Node {
     Other,
 }
 
+/// A relative path of a [`Tree`] as snapshots and the doctor's records spell it: its components
+/// joined with `/` on every OS (a tree's keys are native paths, with `\` on Windows).
+pub fn slashed(p: &Path) -> String {
+    let parts: Vec<_> = p.iter().map(|c| c.to_string_lossy()).collect();
+    parts.join("/")
+}
+
 /// Every path under a directory (relative, not including the directory itself).
 pub type Tree = BTreeMap<PathBuf, Node>;
 
@@ -537,8 +544,43 @@ impl Redactions {
         for (from, to) in &self.pairs {
             out = out.replace(from.as_str(), to);
         }
+        if cfg!(windows) {
+            for to in self.roots() {
+                out = slash_after(&out, to);
+            }
+        }
         redact_pids(&out)
     }
+
+    /// The tokens that stand for a directory (`[S]`, `[HOME]`, ...), not a run id.
+    fn roots(&self) -> BTreeSet<&str> {
+        self.pairs
+            .iter()
+            .map(|(_, to)| to.as_str())
+            .filter(|to| to.starts_with('[') && !to.contains(':') && *to != "[RUN]")
+            .collect()
+    }
+}
+
+/// `text` with the Windows separators of each path written after `token` (a redacted
+/// directory) spelled `/`: `\` and, inside JSON, `\\`, up to the end of the path (a quote,
+/// whitespace or the end of the text). On Windows S is native in human output and in the paths
+/// the app writes (bindings), and a snapshot shows the same `[S]/x/runtime` on every OS.
+pub fn slash_after(text: &str, token: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(token) {
+        let (head, tail) = rest.split_at(i + token.len());
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '"' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let path = tail[..end].replace("\\\\", "/").replace('\\', "/");
+        out.push_str(&path);
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `pid 1234` -> `pid [PID]`.
