@@ -313,7 +313,7 @@ const INSTALLED_DOCTOR: &str = "/usr/local/bin/doctor";
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "systemd units drive the Linux-only sweep (B1 reclaims nothing elsewhere, exit 1)"
+    ignore = "systemd units are Linux's: the timer and its service exist nowhere else"
 )]
 fn the_systemd_units_have_their_sections_and_keys_and_the_sweeps_flags_exist() {
     let service = settings(SERVICE);

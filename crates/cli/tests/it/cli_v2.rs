@@ -265,8 +265,12 @@ fn check_fails_on_deferred_work_too() {
 /// The sweep too: a work directory deferred by a bound of 0 is pending work.
 #[test]
 #[cfg_attr(
-    not(target_os = "linux"),
-    ignore = "B1 reclaims nothing and exits 1 off Linux (no liveness backend yet, issue 23)"
+    windows,
+    ignore = "needs a quiet process table (a process a parallel test is creating cannot be read, and then nothing is reclaimed): .ci/run runs it alone (--ignored --exact)"
+)]
+#[cfg_attr(
+    target_os = "macos",
+    ignore = "B1 reclaims nothing and exits 1 on macOS (no liveness backend yet)"
 )]
 fn check_fails_on_deferred_sweep_work_too() {
     let tmp = tempfile::tempdir().unwrap();
@@ -568,11 +572,11 @@ fn durations_read_combined_and_long_units() {
         "--min-age",
         "1h30m",
     ]);
-    if cfg!(target_os = "linux") {
+    if cfg!(any(target_os = "linux", windows)) {
         assert_eq!(out.code, Some(0), "{}", out.said());
     } else {
-        // The duration is taken (a bad one is exit 2); B1 then reclaims nothing and fails off
-        // Linux, where it has no liveness backend yet (issue 23).
+        // The duration is taken (a bad one is exit 2); B1 then reclaims nothing and fails on
+        // an OS where it has no liveness backend yet (macOS).
         assert_eq!(out.code, Some(1), "{}", out.said());
         assert!(out.stdout.contains("no liveness backend"), "{}", out.said());
     }
@@ -678,12 +682,25 @@ fn every_command_over_the_demo_store() {
         settings.bind(|| insta::assert_snapshot!("commands", snap));
         return;
     }
-    // Off Linux B1 has no liveness backend yet (issue 23): each sweep reclaims nothing and
-    // fails, saying why, and the snapshot's sessions part (all but its sweeps) is compared.
+    // Off Linux the snapshot's sessions part (all but its sweeps) is compared. On macOS B1 has
+    // no liveness backend yet: each sweep reclaims nothing and fails, saying why. On Windows a
+    // sweep may find a process a parallel test is creating, which cannot be read: then it
+    // reclaims nothing and fails, saying so (`windows::the_sweep_keeps_what_a_live_process_uses
+    // _and_reclaims_the_rest` runs alone and checks what it reclaims).
     for step in &sweeps {
         let out = run(step);
-        assert_eq!(out.code, Some(1), "{}", out.said());
-        assert!(out.stdout.contains("no liveness backend"), "{}", out.said());
+        if cfg!(windows) {
+            assert!(
+                out.code == Some(0)
+                    || out.code == Some(1)
+                        && out.stdout.contains("not every process could be read"),
+                "{}",
+                out.said()
+            );
+        } else {
+            assert_eq!(out.code, Some(1), "{}", out.said());
+            assert!(out.stdout.contains("no liveness backend"), "{}", out.said());
+        }
     }
     let stored = include_str!("snapshots/demo/commands.snap");
     let body = stored.splitn(3, "---\n").nth(2).unwrap();
