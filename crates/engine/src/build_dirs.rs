@@ -171,9 +171,10 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
         entries.push(RootEntry {
             name: name.to_owned(),
             kind: stat.kind,
-            // Windows's stat carries no owner: its SID is read apart. One that cannot be read
-            // is unknown, never the invoking user, so B1 spares the directory.
-            owner: if stat.owner.is_known() {
+            // Windows's stat carries no owner: its SID is read apart, for a directory only (B1
+            // judges nothing else by its owner). One that cannot be read is unknown, never the
+            // invoking user, so B1 spares the directory.
+            owner: if stat.owner.is_known() || stat.kind != EntryKind::Dir {
                 stat.owner
             } else {
                 root.owner(Path::new(&e.name))
