@@ -286,8 +286,8 @@ pub fn sweep_build_dirs(opts: &SweepOptions) -> Result<SweepReport, Error> {
 }
 
 /// [`sweep_build_dirs`] reading liveness from `given` (`None`: this OS's backend).
-#[tracing::instrument(skip_all)]
 fn sweep_with(opts: &SweepOptions, given: Option<Liveness>) -> Result<SweepReport, Error> {
+    let _span = tracing::info_span!("sweep_with").entered();
     let now = opts.clock.now();
     let run = RunId::new(now);
     let mut notes = Vec::new();

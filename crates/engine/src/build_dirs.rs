@@ -198,7 +198,6 @@ pub fn list_root(root: &Root, label: &str) -> fsroot::Result<RootListing> {
 /// Plans the build-dirs rules over `roots` (each with the absolute name the plan gives it), in
 /// root order, then registry order, then path. A root that cannot be listed is reported in
 /// `errors` and the others are still planned.
-#[tracing::instrument(skip_all)]
 pub fn plan_build_dirs(
     roots: &[(&str, &Root)],
     processes: &ProcessRefs,
@@ -206,6 +205,7 @@ pub fn plan_build_dirs(
     rules: &[&dyn Rule<BuildDirs>],
     config: &BuildConfig,
 ) -> BuildPlanned {
+    let _span = tracing::info_span!("plan_build_dirs").entered();
     let mut out = BuildPlanned::default();
     let mut ordered = Vec::new();
     for (label, root) in roots {

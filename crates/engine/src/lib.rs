@@ -326,12 +326,12 @@ pub struct DocumentCount {
 
 /// Scans S (and, read-only, what `$CODEWHALE_HOME` holds that names sessions or pins stores)
 /// and plans the given rules, in order.
-#[tracing::instrument(skip_all)]
 pub fn plan_sessions<C: Counts>(
     root: &Root,
     rules: &[&dyn Rule<Sessions<C>>],
     config: &Config,
 ) -> fsroot::Result<Planned<C>> {
+    let _span = tracing::info_span!("plan_sessions").entered();
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
     let started = std::time::Instant::now();
     let mut inventory = store::scan_watched(root, &external, &config.progress)?;

@@ -146,8 +146,8 @@ pub fn scan(root: &Root) -> fsroot::Result<Inventory> {
 
 /// Scans S. Fails only when S itself cannot be listed; every other problem is recorded in
 /// [`Inventory::errors`] and the scan goes on without that entry.
-#[tracing::instrument(skip_all)]
 pub fn scan_with(root: &Root, ext: &External) -> fsroot::Result<Inventory> {
+    let _span = tracing::info_span!("scan_with").entered();
     scan_watched(root, ext, &crate::progress::ProgressSink::silent())
 }
 
