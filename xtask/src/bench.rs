@@ -128,35 +128,138 @@ impl Writer<'_> {
     }
 }
 
-const GROUP: usize = 50;
+/// The shape of a generated store: how big its documents are, how many share a host store,
+/// how many thread records each has, and how many directories no document names.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    name: &'static str,
+    /// Rounds of four messages (user text, thinking with a tool call, its result, assistant
+    /// text) per document.
+    rounds: u32,
+    /// Bytes of prose of a user or assistant text: at least `.0`, up to `.0 + .1`.
+    text: (usize, u64),
+    /// Bytes of a thinking block.
+    thinking: usize,
+    /// Bytes of a tool result: at least `.0`, up to `.0 + .1`.
+    tool: (usize, u64),
+    /// Documents per host store (the store all of them bind).
+    group: usize,
+    /// Thread records per document in its host store (the first with a turn and two items).
+    threads: u32,
+    /// Percent, per document, of each kind of directory no document names ([`Extra`]).
+    extra_pct: u64,
+}
+
+/// The shapes `cargo xtask bench --shape` knows (docs/performance.md, "Shapes").
+const SHAPES: [Shape; 4] = [
+    // About 14 KiB per document, 50 per host store: the shape of the earlier benchmarks.
+    Shape {
+        name: "standard",
+        rounds: 3,
+        text: (350, 550),
+        thinking: 300,
+        tool: (1500, 1500),
+        group: 50,
+        threads: 1,
+        extra_pct: 2,
+    },
+    // About 3.5 KB per document, one thread each, a host store per 12 documents.
+    Shape {
+        name: "small",
+        rounds: 1,
+        text: (150, 250),
+        thinking: 120,
+        tool: (500, 600),
+        group: 12,
+        threads: 1,
+        extra_pct: 2,
+    },
+    // About 200 KB per document: long tool outputs.
+    Shape {
+        name: "large",
+        rounds: 6,
+        text: (400, 600),
+        thinking: 400,
+        tool: (30_000, 5_000),
+        group: 50,
+        threads: 1,
+        extra_pct: 2,
+    },
+    // Standard documents, but most directories are orphans: for each document, a quarter
+    // chance each of an orphan store with work, an empty store and an old artifact directory.
+    Shape {
+        name: "orphans",
+        rounds: 3,
+        text: (350, 550),
+        thinking: 300,
+        tool: (1500, 1500),
+        group: 50,
+        threads: 1,
+        extra_pct: 25,
+    },
+];
+
+fn shape_named(name: &str) -> Option<Shape> {
+    SHAPES.iter().copied().find(|s| s.name == name)
+}
+
+impl Shape {
+    /// This shape with documents of about `kb` KiB on average: the tool results, which hold
+    /// most of a document's bytes, are scaled to fill what the rest leaves.
+    fn with_doc_kb(mut self, kb: usize) -> Shape {
+        let rounds = self.rounds as usize;
+        let rest = rounds * (2 * self.text.0 + self.text.1 as usize + self.thinking + 500) + 900;
+        // One document in three repeats its last round in its journal.
+        let per = (kb * 1024).saturating_sub(rest) * 3 / (3 * rounds + 1);
+        self.tool = (per * 3 / 4, (per / 2).max(1) as u64);
+        self
+    }
+
+    /// The store's directory name: the shape and every knob, so a kept store is reused only
+    /// for the same shape.
+    fn tag(&self) -> String {
+        format!(
+            "{}-r{}-k{}-g{}-t{}-x{}",
+            self.name, self.rounds, self.tool.0, self.group, self.threads, self.extra_pct
+        )
+    }
+}
 const T0: &str = "2026-09-01T10:00:00Z";
 
 fn text_block(text: &str) -> String {
     format!(r#"{{"type":"text","text":"{text}"}}"#)
 }
 
-/// A document of about 16 KB: twelve messages of text, thinking, tool use and tool results,
-/// and for one document in three a journal of message entries.
-fn document(rng: &mut Rng, id: &str, data_dir: &str, scope: &str, version: u32) -> String {
+/// A document of `shape`'s size (the standard shape: about 16 KB, twelve messages of text,
+/// thinking, tool use and tool results), and for one document in three a journal of message
+/// entries.
+fn document(
+    rng: &mut Rng,
+    shape: &Shape,
+    id: &str,
+    data_dir: &str,
+    scope: &str,
+    version: u32,
+) -> String {
     let mut messages = Vec::new();
     let mut journal = Vec::new();
-    for turn in 0..3 {
+    for turn in 0..shape.rounds {
         let call = format!("call_{}", rng.hex(8));
         messages.push(format!(
             r#"{{"role":"user","content":[{}]}}"#,
-            text_block(&rng.words_about(300, 500))
+            text_block(&rng.words_about(shape.text.0 - 50, shape.text.1 - 50))
         ));
         messages.push(format!(
             r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}"}},{{"type":"tool_use","id":"{call}","name":"read_file","input":{{"path":"src/m{turn}.rs"}}}}]}}"#,
-            rng.words(300)
+            rng.words(shape.thinking)
         ));
         messages.push(format!(
             r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{call}","content":"{}"}}]}}"#,
-            rng.words_about(1500, 1500)
+            rng.words_about(shape.tool.0, shape.tool.1)
         ));
         messages.push(format!(
             r#"{{"role":"assistant","content":[{}]}}"#,
-            text_block(&rng.words_about(400, 600))
+            text_block(&rng.words_about(shape.text.0 + 50, shape.text.1 + 50))
         ));
     }
     if rng.below(3) == 0 {
@@ -280,12 +383,13 @@ fn thread_with_turn(
     Ok(())
 }
 
-/// One group of [`GROUP`] sessions: their documents, the host store that holds their threads,
+/// One group of `shape.group` sessions: their documents, the host store that holds their threads,
 /// and the group's share of stores and directories no document names. Returns what it wrote and
 /// the orphan stores (whose turns and items a dry run reads).
 fn generate_group(
     s: &Path,
     abs: &str,
+    shape: &Shape,
     seed: u64,
     group: usize,
     sessions: usize,
@@ -317,11 +421,18 @@ fn generate_group(
         };
         let tid = format!("th-{}", &rng.uuid()[..18]);
         thread_with_turn(&mut w, &mut rng, &store, &tid, Some(id))?;
+        for _ in 1..shape.threads {
+            let tid = format!("th-{}", &rng.uuid()[..18]);
+            w.file(
+                &format!("{store}/threads/{tid}.json"),
+                thread(&mut rng, &tid, Some(id), 0).as_bytes(),
+            )?;
+        }
         if kind == Kind::Deleted {
             continue;
         }
         let version = if kind == Kind::Newer { 2 } else { 1 };
-        let mut doc = document(&mut rng, id, &data_dir, &scope, version).into_bytes();
+        let mut doc = document(&mut rng, shape, id, &data_dir, &scope, version).into_bytes();
         if kind == Kind::Torn {
             let cut = doc.len() / 2 + rng.below(doc.len() as u64 / 3) as usize;
             doc.truncate(cut);
@@ -336,12 +447,14 @@ fn generate_group(
             _ => {}
         }
     }
-    // About 2% of the documents each: stores and directories no document names.
+    // `shape.extra_pct` percent of the documents each: stores and directories no document
+    // names.
+    let pct = shape.extra_pct;
     for _ in 0..sessions {
         let extra = match rng.below(100) {
-            0 | 1 => Extra::OrphanStore,
-            2 | 3 => Extra::EmptyStore,
-            4 | 5 => Extra::OldArtifacts,
+            d if d < pct => Extra::OrphanStore,
+            d if d < 2 * pct => Extra::EmptyStore,
+            d if d < 3 * pct => Extra::OldArtifacts,
             _ => continue,
         };
         let id = rng.uuid();
@@ -387,18 +500,19 @@ struct Store {
     orphans: HashSet<String>,
 }
 
-/// Writes a store of `docs` documents into `s` (which must not exist), in parallel by group.
-fn generate(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
+/// Writes a store of `docs` documents of `shape` into `s` (which must not exist), in parallel by
+/// group.
+fn generate(s: &Path, shape: &Shape, docs: usize, seed: u64) -> Result<Store, Failure> {
     std::fs::create_dir_all(s.join("checkpoints")).map_err(fail)?;
     std::fs::create_dir_all(s.join(".late-usage")).map_err(fail)?;
     let abs = s.canonicalize().map_err(fail)?;
     let abs = abs.to_string_lossy().into_owned();
-    let groups = docs.div_ceil(GROUP);
+    let groups = docs.div_ceil(shape.group);
     let parts: Vec<(Counts, Vec<String>)> = (0..groups)
         .into_par_iter()
         .map(|g| {
-            let n = GROUP.min(docs - g * GROUP);
-            generate_group(s, &abs, seed, g, n)
+            let n = shape.group.min(docs - g * shape.group);
+            generate_group(s, &abs, shape, seed, g, n)
         })
         .collect::<Result<_, _>>()?;
     let mut counts = Counts {
@@ -420,8 +534,8 @@ fn generate(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
 }
 
 /// [`generate`], or with `--keep`, the store a previous run generated at `s` from the same
-/// size and seed (a `.done` file beside it records its counts and orphan stores).
-fn generate_or_reuse(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure> {
+/// shape, size and seed (a `.done` file beside it records its counts and orphan stores).
+fn generate_or_reuse(s: &Path, shape: &Shape, docs: usize, seed: u64) -> Result<Store, Failure> {
     let done = s.with_extension("done");
     if let Ok(text) = std::fs::read_to_string(&done) {
         let mut lines = text.lines();
@@ -443,7 +557,7 @@ fn generate_or_reuse(s: &Path, docs: usize, seed: u64) -> Result<Store, Failure>
     if s.exists() {
         std::fs::remove_dir_all(s).map_err(fail)?;
     }
-    let store = generate(s, docs, seed)?;
+    let store = generate(s, shape, docs, seed)?;
     let mut text = format!(
         "{} {} {}\n",
         store.counts.files, store.counts.dirs, store.counts.bytes
@@ -579,7 +693,7 @@ fn torn_store(s: &Path, n: usize, seed: u64) -> Result<(), Failure> {
         let mut rng = Rng(SplitMix64(seed ^ i as u64));
         let id = rng.uuid();
         let scope = rng.hex(64);
-        let mut doc = document(&mut rng, &id, "/nowhere", &scope, 1).into_bytes();
+        let mut doc = document(&mut rng, &SHAPES[0], &id, "/nowhere", &scope, 1).into_bytes();
         doc.truncate(doc.len() / 2);
         std::fs::write(s.join(format!("{id}.json")), doc).map_err(fail)
     })
@@ -670,6 +784,7 @@ fn apply_bench(
 }
 
 struct Options {
+    shape: Shape,
     docs: usize,
     seed: u64,
     runs: usize,
@@ -680,12 +795,14 @@ struct Options {
 impl Options {
     fn parse(args: &[String]) -> Result<Options, Failure> {
         let mut o = Options {
+            shape: SHAPES[0],
             docs: 23_000,
             seed: 1,
             runs: 5,
             apply: 10_000,
             keep: None,
         };
+        let (mut doc_kb, mut threads, mut group) = (None, None, None);
         let mut it = args.iter();
         while let Some(flag) = it.next() {
             let mut value = || {
@@ -699,6 +816,16 @@ impl Options {
             };
             match flag.as_str() {
                 "--docs" => o.docs = num(value()?)? as usize,
+                "--shape" => {
+                    let v = value()?;
+                    o.shape = shape_named(&v).ok_or_else(|| {
+                        let known: Vec<&str> = SHAPES.iter().map(|s| s.name).collect();
+                        Failure::Usage(format!("unknown shape {v} (known: {})", known.join(", ")))
+                    })?;
+                }
+                "--doc-kb" => doc_kb = Some(num(value()?)?.max(1) as usize),
+                "--threads-per-doc" => threads = Some(num(value()?)?.max(1) as u32),
+                "--group" => group = Some(num(value()?)?.max(1) as usize),
                 "--seed" => o.seed = num(value()?)?,
                 "--runs" => o.runs = num(value()?)?.max(1) as usize,
                 "--apply" => o.apply = num(value()?)? as usize,
@@ -706,6 +833,12 @@ impl Options {
                 _ => return Err(Failure::Usage(format!("unknown bench argument {flag}"))),
             }
         }
+        // The knobs change the shape they follow or precede alike.
+        if let Some(kb) = doc_kb {
+            o.shape = o.shape.with_doc_kb(kb);
+        }
+        o.shape.threads = threads.unwrap_or(o.shape.threads);
+        o.shape.group = group.unwrap_or(o.shape.group);
         Ok(o)
     }
 }
@@ -743,9 +876,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     });
     let mut results = Vec::new();
     for docs in [o.docs / 10, o.docs] {
-        let s = tmp.join(format!("S-{docs}-{}", o.seed));
+        let s = tmp.join(format!("S-{}-{docs}-{}", o.shape.tag(), o.seed));
         let t = Instant::now();
-        let store = generate_or_reuse(&s, docs, o.seed)?;
+        let store = generate_or_reuse(&s, &o.shape, docs, o.seed)?;
         eprintln!(
             "generated {docs} documents ({} files) in {:.1} s",
             store.counts.files,
@@ -767,8 +900,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "seed {}, {} alternating runs each, medians, warm page cache, {cores} cores",
-        o.seed, o.runs
+        "shape {} ({:?}); seed {}, {} alternating runs each, medians, warm page cache, {cores} cores",
+        o.shape.name, o.shape, o.seed, o.runs
     );
     println!();
     println!("| documents | files | entries | bytes | floor | dry run | ratio | peak RSS |");
@@ -793,4 +926,75 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mean_document_kib(shape: &Shape) -> f64 {
+        let mut rng = Rng(SplitMix64(7));
+        let n = 200;
+        let total: usize = (0..n)
+            .map(|_| {
+                let id = rng.uuid();
+                document(&mut rng, shape, &id, "/s/x/runtime", "scope", 1).len()
+            })
+            .sum();
+        total as f64 / n as f64 / 1024.0
+    }
+
+    #[test]
+    fn each_shape_writes_documents_of_the_size_it_names() {
+        let kib = |name| mean_document_kib(&shape_named(name).unwrap());
+        let (standard, small, large) = (kib("standard"), kib("small"), kib("large"));
+        assert!(
+            (12.0..17.0).contains(&standard),
+            "standard: {standard:.1} KiB"
+        );
+        assert!((2.5..4.5).contains(&small), "small: {small:.1} KiB");
+        assert!((180.0..220.0).contains(&large), "large: {large:.1} KiB");
+        assert!((standard - kib("orphans")).abs() < 0.5);
+    }
+
+    #[test]
+    fn the_knobs_change_the_shape_whatever_their_order() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = Options::parse(&args(&[
+            "--doc-kb", "64", "--shape", "small", "--group", "3",
+        ]))
+        .unwrap();
+        let b = Options::parse(&args(&[
+            "--shape", "small", "--group", "3", "--doc-kb", "64",
+        ]))
+        .unwrap();
+        assert_eq!(a.shape.tag(), b.shape.tag());
+        assert_eq!((a.shape.name, a.shape.group), ("small", 3));
+        let kib = mean_document_kib(&a.shape);
+        assert!((54.0..74.0).contains(&kib), "--doc-kb 64 gave {kib:.1} KiB");
+        assert_ne!(a.shape.tag(), shape_named("small").unwrap().tag());
+        assert!(Options::parse(&args(&["--shape", "huge"])).is_err());
+    }
+
+    #[test]
+    fn more_threads_per_document_write_more_thread_records() {
+        let tmp = tempfile::tempdir().unwrap();
+        let count = |threads: u32| {
+            let s = tmp.path().join(format!("S{threads}"));
+            let shape = Shape {
+                threads,
+                ..shape_named("small").unwrap()
+            };
+            generate(&s, &shape, 12, 1).unwrap();
+            let host = std::fs::read_dir(&s)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().join("runtime/threads"))
+                .find(|p| p.is_dir() && std::fs::read_dir(p).unwrap().count() >= 12)
+                .expect("the group's host store");
+            std::fs::read_dir(host).unwrap().count()
+        };
+        assert_eq!(count(1), 12);
+        assert_eq!(count(3), 36);
+    }
 }

@@ -10,7 +10,8 @@
 //! cargo xtask docs [--check]
 //! cargo xtask dist [--check]
 //! cargo xtask tidy
-//! cargo xtask bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
+//! cargo xtask bench [--shape NAME] [--doc-kb K] [--threads-per-doc T] [--group G] [--docs N]
+//!     [--seed S] [--runs R] [--apply K] [--keep DIR]
 //! cargo xtask fuzz --seconds N [--target NAME]...
 //! cargo xtask fuzz --seed
 //! cargo xtask prop --cases N [--jobs J] [--seed S]
@@ -43,8 +44,12 @@ tasks:
       Run `cargo test --workspace` with INSTA_UPDATE=new, then list every pending
       `*.snap.new` with a diff against its `.snap`. --accept renames each `.snap.new`
       over its `.snap`; --no-test skips the test run and reviews what is pending.
-  bench [--docs N] [--seed S] [--runs R] [--apply K] [--keep DIR]
-      Generate real-format stores of N/10 and N documents (default 23000) from seed S,
+  bench [--shape NAME] [--doc-kb K] [--threads-per-doc T] [--group G] [--docs N] [--seed S]
+        [--runs R] [--apply K] [--keep DIR]
+      Generate real-format stores of N/10 and N documents (default 23000) from seed S, of
+      a shape (standard: ~14 KiB documents, 50 per host store; small: ~3.5 KB, 12 per host
+      store; large: ~200 KB; orphans: mostly directories no document names), changed by the
+      knobs (document size in KiB, thread records per document, documents per host store),
       then time a release `doctor --repair-sessions --dry-run` against the floor (a
       parallel listing plus a read of every file it must read), alternating R runs
       (default 5), medians; peak RSS; linearity; and a real run setting aside K

@@ -386,9 +386,13 @@ mod tests {
 
     #[test]
     fn architecture_dependent_code_outside_fsroot_fails_the_check() {
-        let src = "//! a\n#[cfg(target_arch = \"x86_64\")]\nfn f() {}\n\
-                   // target_arch in a comment is prose\n\
-                   #[cfg(test)]\nmod tests { #[cfg(target_pointer_width = \"32\")] fn g() {} }\n";
+        let src = [
+            "//! a\n#[cfg(target_arch = \"x86_64\")]\nfn f() {}\n",
+            "// target_arch in a comment is prose\n",
+            "#[cfg(test)]\nmod tests { #[cfg(target_pointer_width = \"32\")] fn g() {} }\n",
+        ]
+        .concat();
+        let src = src.as_str();
         let found: Vec<String> = check_file("crates/engine/src/x.rs", src)
             .iter()
             .map(|v| format!("{}:{}", v.path, v.line))
