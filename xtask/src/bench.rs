@@ -150,20 +150,22 @@ struct Shape {
     extra_pct: u64,
 }
 
+/// The shape of the earlier benchmarks: about 14 KiB per document, 50 per host store.
+const STANDARD: Shape = Shape {
+    name: "standard",
+    rounds: 3,
+    text: (350, 550),
+    thinking: 300,
+    tool: (1500, 1500),
+    group: 50,
+    threads: 1,
+    extra_pct: 2,
+};
+
 /// The shapes `cargo xtask bench --shape` knows (docs/performance.md, "Shapes").
 const SHAPES: [Shape; 4] = [
-    // About 14 KiB per document, 50 per host store: the shape of the earlier benchmarks.
-    Shape {
-        name: "standard",
-        rounds: 3,
-        text: (350, 550),
-        thinking: 300,
-        tool: (1500, 1500),
-        group: 50,
-        threads: 1,
-        extra_pct: 2,
-    },
-    // About 3.5 KB per document, one thread each, a host store per 12 documents.
+    STANDARD,
+    // About 3.5 KiB per document, one thread each, a host store per 12 documents.
     Shape {
         name: "small",
         rounds: 1,
@@ -171,31 +173,23 @@ const SHAPES: [Shape; 4] = [
         thinking: 120,
         tool: (500, 600),
         group: 12,
-        threads: 1,
-        extra_pct: 2,
+        ..STANDARD
     },
-    // About 200 KB per document: long tool outputs.
+    // About 200 KiB per document: long tool outputs.
     Shape {
         name: "large",
         rounds: 6,
         text: (400, 600),
         thinking: 400,
         tool: (30_000, 5_000),
-        group: 50,
-        threads: 1,
-        extra_pct: 2,
+        ..STANDARD
     },
     // Standard documents, but most directories are orphans: for each document, a quarter
     // chance each of an orphan store with work, an empty store and an old artifact directory.
     Shape {
         name: "orphans",
-        rounds: 3,
-        text: (350, 550),
-        thinking: 300,
-        tool: (1500, 1500),
-        group: 50,
-        threads: 1,
         extra_pct: 25,
+        ..STANDARD
     },
 ];
 

@@ -124,17 +124,34 @@ pub fn arch_code(rel: &str, src: &str) -> Vec<Violation> {
     if rel.starts_with("crates/fsroot/") {
         return Vec::new();
     }
+    lines_naming(rel, src, ARCH_KEYS, false, |key| {
+        format!(
+            "`{key}` outside fsroot: the x86_64 macOS leg of .ci/run checks fsroot alone, so \
+             code that depends on the architecture lives there"
+        )
+    })
+}
+
+/// The lines of `src` that name one of `names` in code (not in a comment or a string), up to
+/// the line that opens the file's test module when `before_tests`, each with `message(name)`.
+fn lines_naming(
+    rel: &str,
+    src: &str,
+    names_of: &[&str],
+    before_tests: bool,
+    message: impl Fn(&str) -> String,
+) -> Vec<Violation> {
     let mut found = Vec::new();
     for (i, line) in src.lines().enumerate() {
+        if before_tests && opens_tests(line) {
+            break;
+        }
         let code = code_of(line);
-        if let Some(key) = ARCH_KEYS.iter().find(|k| names(&code, k)) {
+        if let Some(name) = names_of.iter().find(|n| names(&code, n)) {
             found.push(Violation {
                 path: rel.to_owned(),
                 line: i + 1,
-                message: format!(
-                    "`{key}` outside fsroot: the x86_64 macOS leg of .ci/run checks fsroot \
-                     alone, so code that depends on the architecture lives there"
-                ),
+                message: message(name),
             });
         }
     }
@@ -178,25 +195,12 @@ pub fn os_code(rel: &str, src: &str) -> Vec<Violation> {
     if may_name_the_os(rel) {
         return Vec::new();
     }
-    let mut found = Vec::new();
-    for (i, line) in src.lines().enumerate() {
-        if opens_tests(line) {
-            break;
-        }
-        let code = code_of(line);
-        if let Some(name) = OS_NAMES.iter().find(|n| names(&code, n)) {
-            found.push(Violation {
-                path: rel.to_owned(),
-                line: i + 1,
-                message: format!(
-                    "`{name}` outside fsroot's OS backends (crates/fsroot/src/sys/): product \
-                     code stays portable (docs/ARCHITECTURE.md, \"One filesystem layer, one \
-                     backend per OS\")"
-                ),
-            });
-        }
-    }
-    found
+    lines_naming(rel, src, OS_NAMES, true, |name| {
+        format!(
+            "`{name}` outside fsroot's OS backends (crates/fsroot/src/sys/): product code stays \
+             portable (docs/ARCHITECTURE.md, \"One filesystem layer, one backend per OS\")"
+        )
+    })
 }
 
 /// `line` without its comment and the text of its string literals (the quotes kept): the
