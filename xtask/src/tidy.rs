@@ -110,51 +110,6 @@ pub fn check_file(rel: &str, src: &str) -> Vec<Violation> {
         }
     }
     found.extend(os_code(rel, src));
-    found.extend(arch_code(rel, src));
-    found
-}
-
-/// The `cfg` keys that make code differ between two architectures of one OS.
-pub const ARCH_KEYS: &[&str] = &["target_arch", "target_pointer_width", "target_endian"];
-
-/// The lines of `src` that name an [`ARCH_KEYS`] key in code outside `crates/fsroot/`, tests
-/// included. `.ci/run` type-checks the whole workspace for aarch64 macOS but only `fsroot` for
-/// x86_64 macOS, which is sound while no other crate has code that depends on the architecture.
-pub fn arch_code(rel: &str, src: &str) -> Vec<Violation> {
-    if rel.starts_with("crates/fsroot/") {
-        return Vec::new();
-    }
-    lines_naming(rel, src, ARCH_KEYS, false, |key| {
-        format!(
-            "`{key}` outside fsroot: the x86_64 macOS leg of .ci/run checks fsroot alone, so \
-             code that depends on the architecture lives there"
-        )
-    })
-}
-
-/// The lines of `src` that name one of `names` in code (not in a comment or a string), up to
-/// the line that opens the file's test module when `before_tests`, each with `message(name)`.
-fn lines_naming(
-    rel: &str,
-    src: &str,
-    names_of: &[&str],
-    before_tests: bool,
-    message: impl Fn(&str) -> String,
-) -> Vec<Violation> {
-    let mut found = Vec::new();
-    for (i, line) in src.lines().enumerate() {
-        if before_tests && opens_tests(line) {
-            break;
-        }
-        let code = code_of(line);
-        if let Some(name) = names_of.iter().find(|n| names(&code, n)) {
-            found.push(Violation {
-                path: rel.to_owned(),
-                line: i + 1,
-                message: message(name),
-            });
-        }
-    }
     found
 }
 
@@ -195,12 +150,25 @@ pub fn os_code(rel: &str, src: &str) -> Vec<Violation> {
     if may_name_the_os(rel) {
         return Vec::new();
     }
-    lines_naming(rel, src, OS_NAMES, true, |name| {
-        format!(
-            "`{name}` outside fsroot's OS backends (crates/fsroot/src/sys/): product code stays \
-             portable (docs/ARCHITECTURE.md, \"One filesystem layer, one backend per OS\")"
-        )
-    })
+    let mut found = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        if opens_tests(line) {
+            break;
+        }
+        let code = code_of(line);
+        if let Some(name) = OS_NAMES.iter().find(|n| names(&code, n)) {
+            found.push(Violation {
+                path: rel.to_owned(),
+                line: i + 1,
+                message: format!(
+                    "`{name}` outside fsroot's OS backends (crates/fsroot/src/sys/): product \
+                     code stays portable (docs/ARCHITECTURE.md, \"One filesystem layer, one \
+                     backend per OS\")"
+                ),
+            });
+        }
+    }
+    found
 }
 
 /// `line` without its comment and the text of its string literals (the quotes kept): the
@@ -386,28 +354,6 @@ mod tests {
         );
         let gated = "//! a\n#[cfg(all(test, target_os = \"linux\"))]\nmod tests { use libc; }\n";
         assert!(check_file("crates/engine/src/x.rs", gated).is_empty());
-    }
-
-    #[test]
-    fn architecture_dependent_code_outside_fsroot_fails_the_check() {
-        let src = [
-            "//! a\n#[cfg(target_arch = \"x86_64\")]\nfn f() {}\n",
-            "// target_arch in a comment is prose\n",
-            "#[cfg(test)]\nmod tests { #[cfg(target_pointer_width = \"32\")] fn g() {} }\n",
-        ]
-        .concat();
-        let src = src.as_str();
-        let found: Vec<String> = check_file("crates/engine/src/x.rs", src)
-            .iter()
-            .map(|v| format!("{}:{}", v.path, v.line))
-            .collect();
-        assert_eq!(
-            found,
-            ["crates/engine/src/x.rs:2", "crates/engine/src/x.rs:6"]
-        );
-        assert_eq!(check_file("crates/cli/tests/it/x.rs", src).len(), 2);
-        assert!(check_file("crates/fsroot/src/macproc.rs", src).is_empty());
-        assert!(check_file("crates/fsroot/tests/it/x.rs", src).is_empty());
     }
 
     /// The real check, run by plain `cargo test`.
