@@ -54,7 +54,9 @@ pub fn move_store(
     }
     root.create_dir_all(dst).map_err(|e| e.to_string())?;
     for (i, name) in names.iter().enumerate() {
-        if let Err(e) = move_entry(root, &src.join(name), &dst.join(name)) {
+        // `move_item` tries a rename again while Windows refuses it for a reason that passes by
+        // itself (a scanner holding a file: platforms.md §8.14); one that lasts is rolled back.
+        if let Err(e) = root.move_item(&src.join(name), &dst.join(name)) {
             let mut msg = format!("store move failed, moved back: {e}");
             // A rename that happened and then failed (its directory could not be synced)
             // moved the entry all the same: it goes back with the others. Judged by what is
@@ -85,25 +87,4 @@ pub fn move_store(
     }
     let source_removed = root.remove_empty_dir(src).map_err(|e| e.to_string())?;
     Ok(MoveOutcome { source_removed })
-}
-
-/// How many times a rename refused for a reason that passes by itself is tried again before
-/// the move is rolled back, and the pause between two tries.
-const TRANSIENT_RETRIES: u32 = 5;
-const TRANSIENT_WAIT: std::time::Duration = std::time::Duration::from_millis(40);
-
-/// One entry's rename, tried again a few times when Windows refuses it because a scanner holds
-/// a file for a moment (errors 5, 32, 33: platforms.md §8.14); any other error, or one that
-/// lasts, is the caller's to roll back.
-fn move_entry(root: &WritableRoot, from: &Path, to: &Path) -> fsroot::Result<()> {
-    let mut tries = 0;
-    loop {
-        match root.move_item(from, to) {
-            Err(e) if e.is_transient() && tries < TRANSIENT_RETRIES => {
-                tries += 1;
-                std::thread::sleep(TRANSIENT_WAIT);
-            }
-            r => return r,
-        }
-    }
 }

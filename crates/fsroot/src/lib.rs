@@ -266,6 +266,28 @@ fn rename_noreplace(
     }
 }
 
+/// How many times a rename the OS refused for a reason that passes by itself is tried, as the
+/// app's `write_atomic` tries its publish (platforms.md §6, §8.14): 6 attempts, 10·2ⁿ ms apart
+/// (310 ms at most). On Unix no error is transient, so there is one attempt.
+const RENAME_ATTEMPTS: u32 = 6;
+
+/// Runs `rename` until it succeeds, fails for a lasting reason, or has been tried
+/// [`RENAME_ATTEMPTS`] times. A rename refused with access denied, a sharing or a lock
+/// violation (a scanner, an indexer or a reader without delete sharing holds a file for a
+/// moment) did nothing, so trying it again is safe.
+fn retry_transient(mut rename: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut attempt = 1;
+    loop {
+        match rename() {
+            Err(e) if sys::is_transient(&e) && attempt < RENAME_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(10 << (attempt - 1)));
+                attempt += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// The [`Stat`] of what a backend read.
 fn stat_of(m: &Meta) -> Stat {
     Stat {
@@ -895,16 +917,18 @@ impl WritableRoot {
             drop(f);
             if replace {
                 return fault::mutation("rename into place", &p, || {
-                    dir.rename_replace(&tmp_name, &dir, &name)
+                    retry_transient(|| dir.rename_replace(&tmp_name, &dir, &name))
                 })
                 .map_err(|e| self.err("rename into place", &p, e));
             }
             fault::mutation("create in place", &p, || {
-                rename_noreplace(&dir, &tmp_name, &dir, &name, || {
-                    // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also fails on
-                    // an existing name; then the temporary name goes.
-                    dir.hard_link(&tmp_name, &dir, &name)?;
-                    fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
+                retry_transient(|| {
+                    rename_noreplace(&dir, &tmp_name, &dir, &name, || {
+                        // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also
+                        // fails on an existing name; then the temporary name goes.
+                        dir.hard_link(&tmp_name, &dir, &name)?;
+                        fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
+                    })
                 })
             })
             .map_err(|e| {
@@ -1027,9 +1051,11 @@ impl WritableRoot {
             Err(e) => return Err(self.err("inspect", &t, e)),
         }
         fault::mutation("move", &f, || {
-            rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
-                // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
-                from_dir.rename_replace(&from_name, &to_dir, to_name)
+            retry_transient(|| {
+                rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
+                    // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
+                    from_dir.rename_replace(&from_name, &to_dir, to_name)
+                })
             })
         })
         .map_err(|e| {

@@ -148,3 +148,77 @@ fn a_read_only_root_reads_and_holds_directories() {
     drop(root);
     tmp.close().unwrap();
 }
+
+/// Opens `path` for reading without delete sharing (as a scanner or indexer does), says so on
+/// `opened`, and holds it for `hold`.
+fn hold_without_delete_sharing(
+    path: std::path::PathBuf,
+    hold: Duration,
+    opened: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<()> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::thread::spawn(move || {
+        // FILE_SHARE_READ alone: a rename over it, or of it, is refused while it is open.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .share_mode(1)
+            .open(&path)
+            .unwrap();
+        opened.send(()).unwrap();
+        std::thread::sleep(hold);
+        drop(f);
+    })
+}
+
+#[test]
+fn a_rename_refused_while_a_reader_holds_the_file_for_a_moment_is_tried_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.write_atomic(p("doc.json"), b"v1").unwrap();
+    root.write_atomic(p("held.json"), b"h").unwrap();
+
+    // Held for 60 ms: the replacing write (the app's publish) and the move both succeed once
+    // the reader lets go, well within the 310 ms of tries.
+    for (i, act) in ["write", "move"].into_iter().enumerate() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let name = if i == 0 { "doc.json" } else { "held.json" };
+        let reader =
+            hold_without_delete_sharing(tmp.path().join(name), Duration::from_millis(60), tx);
+        rx.recv().unwrap();
+        let r = if act == "write" {
+            root.write_atomic(p("doc.json"), b"v2")
+        } else {
+            root.move_item(p("held.json"), p("moved.json"))
+        };
+        reader.join().unwrap();
+        r.unwrap_or_else(|e| panic!("the {act} was not tried again: {e}"));
+    }
+    assert_eq!(root.read(p("doc.json")).unwrap(), b"v2");
+    assert_eq!(root.read(p("moved.json")).unwrap(), b"h");
+
+    // Held for longer than every try: the write fails with the transient refusal, nothing is
+    // replaced, and its temporary file is gone.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader =
+        hold_without_delete_sharing(tmp.path().join("doc.json"), Duration::from_millis(900), tx);
+    rx.recv().unwrap();
+    let started = Instant::now();
+    let e = root.write_atomic(p("doc.json"), b"v3").unwrap_err();
+    let waited = started.elapsed();
+    reader.join().unwrap();
+    assert!(e.is_transient(), "{e}");
+    assert!(
+        waited >= Duration::from_millis(300),
+        "tried for {waited:?} only"
+    );
+    assert_eq!(root.read(p("doc.json")).unwrap(), b"v2");
+    let names: Vec<_> = root
+        .list(p(""))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    drop(root);
+    tmp.close().unwrap();
+}
