@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('--repair-sessions', '--repair-sessions', [CompletionResultType]::ParameterName, '`sessions repair`')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, '`--dry-run` of the flag forms: only with a command flag')
             [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, '`--check` of repair and sweep')
@@ -69,6 +70,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -82,6 +84,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Plan the sessions rules (R1-R5) and apply the plan (--dry-run: only print it)')
@@ -111,6 +114,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -124,6 +128,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -138,6 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -154,6 +160,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -171,6 +178,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -211,6 +219,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim leaked Go work directories that no live process uses (--dry-run: only print)')
@@ -233,6 +242,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -257,6 +267,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -270,6 +281,7 @@ Register-ArgumentCompleter -Native -CommandName 'doctor' -ScriptBlock {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logs on stderr: -v phases, -vv each action, -vvv everything')
             [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress on stderr')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

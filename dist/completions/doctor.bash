@@ -125,7 +125,7 @@ _doctor() {
 
     case "${cmd}" in
         doctor)
-            opts="-q -v -h -V --output-format --json --color --quiet --verbose --no-progress --repair-sessions --apply-plan --sessions-dir --dry-run --max-actions --artifact-idle --plan-out --check --assume-session-store --allow-mass-set-aside --restore --item --purge-set-aside --older-than --force --sweep-build-dirs --root --min-age --help --version status sessions build-dirs rule completions help"
+            opts="-q -v -h -V --output-format --json --color --quiet --verbose --no-progress --no-cache --repair-sessions --apply-plan --sessions-dir --dry-run --max-actions --artifact-idle --plan-out --check --assume-session-store --allow-mass-set-aside --restore --item --purge-set-aside --older-than --force --sweep-build-dirs --root --min-age --help --version status sessions build-dirs rule completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -187,7 +187,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__build__subcmd__dirs)
-            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --help sweep help"
+            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --no-cache --help sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,7 +251,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__build__subcmd__dirs__subcmd__sweep)
-            opts="-q -v -h --root --min-age --dry-run --check --max-actions --select --ignore --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --root --min-age --dry-run --check --max-actions --select --ignore --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,7 +293,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__completions)
-            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --help bash elvish fish powershell zsh"
+            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --no-cache --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -497,7 +497,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__rule)
-            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -519,7 +519,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions)
-            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --help repair apply list restore purge help"
+            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --no-cache --help repair apply list restore purge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -541,7 +541,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions__subcmd__apply)
-            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -661,7 +661,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions__subcmd__list)
-            opts="-q -v -h --sessions-dir --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --sessions-dir --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -687,7 +687,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions__subcmd__purge)
-            opts="-q -v -h --older-than --force --sessions-dir --dry-run --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --older-than --force --sessions-dir --dry-run --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -717,7 +717,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions__subcmd__repair)
-            opts="-q -v -h --sessions-dir --dry-run --check --max-actions --artifact-idle --select --ignore --plan-out --assume-session-store --allow-mass-set-aside --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --sessions-dir --dry-run --check --max-actions --artifact-idle --select --ignore --plan-out --assume-session-store --allow-mass-set-aside --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -763,7 +763,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__sessions__subcmd__restore)
-            opts="-q -v -h --item --sessions-dir --dry-run --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --item --sessions-dir --dry-run --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -793,7 +793,7 @@ _doctor() {
             return 0
             ;;
         doctor__subcmd__status)
-            opts="-q -v -h --sessions-dir --output-format --json --color --quiet --verbose --no-progress --help"
+            opts="-q -v -h --sessions-dir --output-format --json --color --quiet --verbose --no-progress --no-cache --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

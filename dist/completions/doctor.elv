@@ -36,6 +36,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand --repair-sessions '`sessions repair`'
             cand --dry-run '`--dry-run` of the flag forms: only with a command flag'
             cand --check '`--check` of repair and sweep'
@@ -65,6 +66,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -77,6 +79,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand repair 'Plan the sessions rules (R1-R5) and apply the plan (--dry-run: only print it)'
@@ -105,6 +108,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -117,6 +121,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -130,6 +135,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -145,6 +151,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -161,6 +168,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -193,6 +201,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand sweep 'Reclaim leaked Go work directories that no live process uses (--dry-run: only print)'
@@ -214,6 +223,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -234,6 +244,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -246,6 +257,7 @@ set edit:completion:arg-completer[doctor] = {|@words|
             cand -v 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --verbose 'More logs on stderr: -v phases, -vv each action, -vvv everything'
             cand --no-progress 'Never draw progress on stderr'
+            cand --no-cache 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

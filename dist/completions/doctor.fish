@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_doctor_global_optspecs
-    string join \n output-format= json color= q/quiet v/verbose no-progress repair-sessions apply-plan= sessions-dir= dry-run max-actions= artifact-idle= plan-out= check assume-session-store allow-mass-set-aside restore= item= purge-set-aside older-than= force sweep-build-dirs root= min-age= h/help V/version
+    string join \n output-format= json color= q/quiet v/verbose no-progress no-cache repair-sessions apply-plan= sessions-dir= dry-run max-actions= artifact-idle= plan-out= check assume-session-store allow-mass-set-aside restore= item= purge-set-aside older-than= force sweep-build-dirs root= min-age= h/help V/version
 end
 
 function __fish_doctor_needs_command
@@ -47,6 +47,7 @@ complete -c doctor -n "__fish_doctor_needs_command" -l json -d 'The same as --ou
 complete -c doctor -n "__fish_doctor_needs_command" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_needs_command" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_needs_command" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_needs_command" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_needs_command" -l repair-sessions -d '`sessions repair`'
 complete -c doctor -n "__fish_doctor_needs_command" -l dry-run -d '`--dry-run` of the flag forms: only with a command flag'
 complete -c doctor -n "__fish_doctor_needs_command" -l check -d '`--check` of repair and sweep'
@@ -77,6 +78,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand status" -l json -d 'The sa
 complete -c doctor -n "__fish_doctor_using_subcommand status" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand status" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand status" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand status" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
@@ -91,6 +93,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_s
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -f -a "repair" -d 'Plan the sessions rules (R1-R5) and apply the plan (--dry-run: only print it)'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and not __fish_seen_subcommand_from repair apply list restore purge help" -f -a "apply" -d 'Apply a plan written by --plan-out exactly, without planning again (- reads stdin)'
@@ -121,6 +124,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
@@ -135,6 +139,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
@@ -150,6 +155,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l item -d 'Only this item: its original path, or its number in `sessions list RUN`; repeatable' -r
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
@@ -167,6 +173,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l older-than -d 'The minimum age of a run to purge (30m, 36h, 2w, 1day, 1h30m)' -r
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l sessions-dir -d 'The sessions directory (default: $CODEWHALE_HOME/sessions, else ~/.codewhale/sessions, the home found as the app finds it: HOME, USERPROFILE, on Windows HOMEDRIVE+HOMEPATH)' -r -F
@@ -185,6 +192,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from purge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "repair" -d 'Plan the sessions rules (R1-R5) and apply the plan (--dry-run: only print it)'
 complete -c doctor -n "__fish_doctor_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "apply" -d 'Apply a plan written by --plan-out exactly, without planning again (- reads stdin)'
@@ -205,6 +213,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -f -a "sweep" -d 'Reclaim leaked Go work directories that no live process uses (--dry-run: only print)'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and not __fish_seen_subcommand_from sweep help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -228,6 +237,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_see
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from sweep" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from sweep" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from sweep" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from sweep" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from sweep" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from help" -f -a "sweep" -d 'Reclaim leaked Go work directories that no live process uses (--dry-run: only print)'
 complete -c doctor -n "__fish_doctor_using_subcommand build-dirs; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -244,6 +254,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand rule" -l json -d 'The same
 complete -c doctor -n "__fish_doctor_using_subcommand rule" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand rule" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand rule" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand rule" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand rule" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand completions" -l output-format -d 'How to print the report' -r -f -a "text\t'The human report'
 json\t'One JSON document'
@@ -258,6 +269,7 @@ complete -c doctor -n "__fish_doctor_using_subcommand completions" -l json -d 'T
 complete -c doctor -n "__fish_doctor_using_subcommand completions" -s q -l quiet -d 'Print only errors and, for a real run, the notice line'
 complete -c doctor -n "__fish_doctor_using_subcommand completions" -s v -l verbose -d 'More logs on stderr: -v phases, -vv each action, -vvv everything'
 complete -c doctor -n "__fish_doctor_using_subcommand completions" -l no-progress -d 'Never draw progress on stderr'
+complete -c doctor -n "__fish_doctor_using_subcommand completions" -l no-cache -d 'Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file'
 complete -c doctor -n "__fish_doctor_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c doctor -n "__fish_doctor_using_subcommand help; and not __fish_seen_subcommand_from status sessions build-dirs rule completions help" -f -a "status" -d 'What a repair would do now, the last repair, and the set-aside runs (the default)'
 complete -c doctor -n "__fish_doctor_using_subcommand help; and not __fish_seen_subcommand_from status sessions build-dirs rule completions help" -f -a "sessions" -d 'The session store: repair it, apply a saved plan, list, restore or purge set-aside runs'

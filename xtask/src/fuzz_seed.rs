@@ -191,6 +191,7 @@ fn seed_runs(seeds: &mut Seeds, store: &Path, now: &str) -> Result<(), Failure> 
     let mut opts = doctor::RepairOptions::new(&s);
     opts.clock = clock;
     opts.codewhale_home = None;
+    opts.cache_dir = None;
     opts.assume_session_store = true;
     opts.allow_mass_set_aside = true;
     opts.dry_run = true;

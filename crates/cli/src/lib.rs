@@ -30,7 +30,9 @@ pub mod host {
 pub use engine::admin::ItemState;
 pub use engine::Problem;
 pub use error::Error;
-pub use options::{default_codewhale_home, default_sessions_dir, AppHome, RepairOptions};
+pub use options::{
+    default_cache_dir, default_codewhale_home, default_sessions_dir, AppHome, RepairOptions,
+};
 pub use output::{AdminReport, RepairReport, SetAsideRun, StatusReport};
 pub use repair::{
     apply_plan_bytes, apply_plan_file, plan_file_bytes, read_plan_file, repair_sessions,

@@ -34,6 +34,12 @@ pub struct RepairOptions {
     pub allow_mass_set_aside: bool,
     /// Who watches the scan and the application of the plan.
     pub progress: store::progress::ProgressSink,
+    /// Where the verdict cache lives ([`default_cache_dir`]); `None` (`--no-cache`) neither
+    /// reads nor writes one.
+    pub cache_dir: Option<PathBuf>,
+    /// A file changed less than this long (ns) before the scan is not kept in the verdict
+    /// cache (3 s; tests use less and wait as long after each edit).
+    pub cache_racy_margin_ns: i64,
 }
 
 impl RepairOptions {
@@ -51,6 +57,8 @@ impl RepairOptions {
             assume_session_store: false,
             allow_mass_set_aside: false,
             progress: store::progress::ProgressSink::silent(),
+            cache_dir: default_cache_dir(),
+            cache_racy_margin_ns: store::cache::RACY_MARGIN_NS,
         }
     }
 
@@ -67,7 +75,42 @@ impl RepairOptions {
             now: self.clock.now(),
             codewhale_home: self.codewhale_home.clone(),
             progress: self.progress.clone(),
+            cache_dir: self.cache_dir.clone(),
+            cache_racy_margin_ns: self.cache_racy_margin_ns,
         }
+    }
+}
+
+/// Where the verdict cache lives: `$XDG_CACHE_HOME/doctor` when that is set (on every OS),
+/// else the OS's place for an application's caches: `~/.cache/doctor` on Linux and the BSDs,
+/// `~/Library/Caches/doctor` on macOS, `%LOCALAPPDATA%\doctor\cache` on Windows. `None` when
+/// the environment names no home.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    user_dir("XDG_CACHE_HOME", ".cache", "Library/Caches", "cache")
+}
+
+/// `$<xdg>/doctor` when that variable holds an absolute path, else `~/<unix>/doctor` on Linux
+/// and the BSDs, `~/<macos>/doctor` on macOS, `%LOCALAPPDATA%\doctor\<windows>` on Windows.
+#[allow(clippy::disallowed_methods)] // the edge reads the environment
+pub(crate) fn user_dir(xdg: &str, unix: &str, macos: &str, windows: &str) -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(base) = var(xdg).map(PathBuf::from).filter(|p| p.is_absolute()) {
+        return Some(base.join("doctor"));
+    }
+    if cfg!(windows) {
+        let base = var("LOCALAPPDATA")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())?;
+        let dir = base.join("doctor");
+        Some(if windows.is_empty() {
+            dir
+        } else {
+            dir.join(windows)
+        })
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| PathBuf::from(h).join(macos).join("doctor"))
+    } else {
+        var("HOME").map(|h| PathBuf::from(h).join(unix).join("doctor"))
     }
 }
 

@@ -98,6 +98,7 @@ mod tests {
         let root = WritableRoot::open(tmp.path()).unwrap();
         let mut opts = RepairOptions::new(tmp.path());
         opts.codewhale_home = None;
+        opts.cache_dir = None;
 
         // Nothing there yet: no last run, no runs, nothing to report.
         let clean = status(&opts).unwrap();

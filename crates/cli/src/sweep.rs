@@ -89,24 +89,13 @@ pub fn default_build_roots() -> Vec<PathBuf> {
 /// set (on every OS), else the OS's place for an application's state: `~/.local/state/doctor`
 /// on Linux and the BSDs, `~/Library/Application Support/doctor` on macOS,
 /// `%LOCALAPPDATA%\doctor` on Windows.
-#[allow(clippy::disallowed_methods)] // the edge reads the environment
 pub fn default_state_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let xdg = var("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    let base = xdg.or_else(|| {
-        if cfg!(windows) {
-            var("LOCALAPPDATA")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-        } else if cfg!(target_os = "macos") {
-            var("HOME").map(|h| PathBuf::from(h).join("Library/Application Support"))
-        } else {
-            var("HOME").map(|h| PathBuf::from(h).join(".local/state"))
-        }
-    })?;
-    Some(base.join("doctor"))
+    crate::options::user_dir(
+        "XDG_STATE_HOME",
+        ".local/state",
+        "Library/Application Support",
+        "",
+    )
 }
 
 /// One item a rule left, with its root.

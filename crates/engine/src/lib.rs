@@ -45,6 +45,12 @@ pub struct Config {
     pub codewhale_home: Option<std::path::PathBuf>,
     /// Who watches the scan.
     pub progress: store::progress::ProgressSink,
+    /// The directory of the verdict cache (`$XDG_CACHE_HOME/doctor`); `None` (`--no-cache`)
+    /// neither reads nor writes one.
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// A file changed less than this long (ns) before the scan is not kept in the cache
+    /// ([`store::cache::RACY_MARGIN_NS`]; tests use less and wait as long after each edit).
+    pub cache_racy_margin_ns: i64,
 }
 
 impl Config {
@@ -56,6 +62,8 @@ impl Config {
             now,
             codewhale_home: None,
             progress: store::progress::ProgressSink::silent(),
+            cache_dir: None,
+            cache_racy_margin_ns: store::cache::RACY_MARGIN_NS,
         }
     }
 }
@@ -334,7 +342,14 @@ pub fn plan_sessions<C: Counts>(
     let _span = tracing::info_span!("plan_sessions").entered();
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
     let started = std::time::Instant::now();
-    let mut inventory = store::scan_watched(root, &external, &config.progress)?;
+    let mut cache = config
+        .cache_dir
+        .as_deref()
+        .map(|dir| store::cache::VerdictCache::open(dir, root, config.cache_racy_margin_ns));
+    let mut inventory = store::scan_cached(root, &external, &config.progress, cache.as_mut())?;
+    if let Some(cache) = &cache {
+        save_cache(cache);
+    }
     tracing::info!(
         documents = inventory.documents.len(),
         session_dirs = inventory.session_dirs.len(),
@@ -384,6 +399,26 @@ pub fn plan_sessions<C: Counts>(
         "planned the sessions pack"
     );
     Ok(planned)
+}
+
+/// Writes what the scan kept in the verdict cache. A cache is an optimisation: one that cannot
+/// be written is logged, and the run goes on as if there were none.
+fn save_cache(cache: &store::cache::VerdictCache) {
+    let stats = cache.stats();
+    if let Some(why) = &cache.ignored_because {
+        tracing::info!(file = %cache.file().display(), "verdict cache not used: {why}");
+    }
+    let written = std::time::Instant::now();
+    match cache.save() {
+        Ok(()) => tracing::info!(
+            file = %cache.file().display(),
+            hits = stats.hits,
+            misses = stats.misses,
+            ms = written.elapsed().as_millis() as u64,
+            "wrote the verdict cache"
+        ),
+        Err(e) => tracing::warn!("cannot write the verdict cache: {e}"),
+    }
 }
 
 /// The R3 gate (rules.md, Version 2): stores nobody holds, with no newer-schema thread, that no

@@ -95,6 +95,11 @@ pub struct Stat {
     pub len: u64,
     /// Modification time, seconds since the Unix epoch.
     pub mtime: i64,
+    /// Modification time, nanoseconds since the Unix epoch (as precise as the filesystem).
+    pub mtime_ns: i64,
+    /// Status-change time (`st_ctime`: any write, chmod, link or rename of the inode; it cannot
+    /// be set back), nanoseconds since the Unix epoch. On Windows, the creation time.
+    pub ctime_ns: i64,
     /// Who owns it.
     pub owner: Owner,
     /// Which file it is.
@@ -294,6 +299,8 @@ fn stat_of(m: &Meta) -> Stat {
         kind: m.kind,
         len: m.len,
         mtime: m.mtime,
+        mtime_ns: m.mtime_ns,
+        ctime_ns: m.ctime_ns,
         owner: m.owner,
         id: m.id,
         mode: m.mode,
@@ -583,6 +590,14 @@ impl Root {
         self.read_opened(f, m.len, &p)
     }
 
+    /// [`Root::read`], with the [`Stat`] of the opened file taken before its bytes were read:
+    /// a change after that instant changes the stat too (what a verdict cache keys on).
+    pub fn read_with_stat(&self, rel: &Path) -> Result<(Vec<u8>, Stat)> {
+        let p = confine(rel)?;
+        let (f, m) = self.open_regular_meta(&p, "read")?;
+        Ok((self.read_opened(f, m.len, &p)?, stat_of(&m)))
+    }
+
     /// Reads one of the doctor's own record files (a manifest, the receipts, `last.json`, a
     /// plan file) as [`Root::read`] does, and also refuses one with other hard links: such a
     /// name may stand for a file that lives outside the root.
@@ -698,6 +713,12 @@ impl HeldDir<'_> {
 
     /// Reads the whole regular file `name` of this directory, as [`Root::read`] reads.
     pub fn read(&self, name: &std::ffi::OsStr) -> Result<Vec<u8>> {
+        self.read_with_stat(name).map(|(bytes, _)| bytes)
+    }
+
+    /// [`HeldDir::read`], with the [`Stat`] of the opened file taken before its bytes were
+    /// read, as [`Root::read_with_stat`] gives it.
+    pub fn read_with_stat(&self, name: &std::ffi::OsStr) -> Result<(Vec<u8>, Stat)> {
         let p = self.child(name)?;
         let f = self
             .dir
@@ -707,7 +728,18 @@ impl HeldDir<'_> {
         if !m.is_file() {
             return Err(Error::not_a_file(&self.root.display_path(&p)));
         }
-        self.root.read_opened(f, m.len, &p)
+        Ok((self.root.read_opened(f, m.len, &p)?, stat_of(&m)))
+    }
+
+    /// The [`Stat`] of `name` in this directory (never followed), `Ok(None)` when nothing is
+    /// there, as [`Root::stat`] gives it.
+    pub fn stat(&self, name: &std::ffi::OsStr) -> Result<Option<Stat>> {
+        let p = self.child(name)?;
+        match self.dir.stat(name) {
+            Ok(m) => Ok(Some(stat_of(&m))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.root.err("inspect", &p, e)),
+        }
     }
 
     /// [`Root::probe_lock`] of the file `name` of this directory.
@@ -1274,6 +1306,26 @@ pub fn read_standalone_file(path: &Path) -> Result<Vec<u8>> {
 pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let (parent, name) = split_file_path(path)?;
     WritableRoot::open(&parent)?.write_atomic(&name, bytes)
+}
+
+/// Replaces `path`, a file outside every store that only the doctor reads back, and checks when
+/// it does (the verdict cache): its parents are created, the bytes go to a temporary file beside
+/// it named for this process, which is renamed over it, so a reader meets the old file or the
+/// new one. Not synced, and neither a fault point nor a traced mutation: it is no part of any
+/// store, and a file a crash left torn fails the reader's check.
+pub fn replace_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (parent, name) = split_file_path(path).map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(&parent)?;
+    let tmp = parent.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
 /// Appends to a file outside any store (the file `$GITHUB_STEP_SUMMARY` names) through a root

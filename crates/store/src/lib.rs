@@ -2,6 +2,7 @@
 //! parallel scan of S into an [`Inventory`] that keeps ids, bindings and digests, never message
 //! bodies.
 
+pub mod cache;
 mod fastdoc;
 pub mod host;
 pub mod ids;
@@ -18,6 +19,7 @@ pub mod title;
 
 pub use inventory::*;
 pub use scan::{
-    digest_of, judge_document, judge_thread, read_external, scan, scan_watched, scan_with, External,
+    digest_of, judge_document, judge_thread, read_external, scan, scan_cached, scan_watched,
+    scan_with, External,
 };
 pub use time::{Clock, Timestamp};

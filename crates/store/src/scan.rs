@@ -9,6 +9,8 @@ use std::path::Path;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use fsroot::{Entry, EntryKind, FileDigest, LockProbe, Problem, Root};
 use rayon::prelude::*;
+
+use crate::cache::{uuid_windows, VerdictCache};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -158,6 +160,18 @@ pub fn scan_watched(
     ext: &External,
     progress: &crate::progress::ProgressSink,
 ) -> fsroot::Result<Inventory> {
+    scan_cached(root, ext, progress, None)
+}
+
+/// [`scan_watched`], taking each document's and thread record's verdict from `cache` where
+/// the file is unchanged, and keeping what it judges in it for the next run. The inventory is
+/// the one [`scan_watched`] gives (the property tests of the cache compare the two).
+pub fn scan_cached(
+    root: &Root,
+    ext: &External,
+    progress: &crate::progress::ProgressSink,
+    mut cache: Option<&mut VerdictCache>,
+) -> fsroot::Result<Inventory> {
     let top = root.list(Path::new(""))?;
     let mut inv = Inventory {
         task_names: ext.task_names.clone(),
@@ -192,7 +206,7 @@ pub fn scan_watched(
     let dirs: Vec<(SessionDir, Vec<Ignored>, Vec<Problem>)> = dir_ids
         .par_iter()
         .map(|id| {
-            let dir = scan_session_dir(root, id, ext);
+            let dir = scan_session_dir(root, id, ext, cache.as_deref());
             progress.tick();
             dir
         })
@@ -214,10 +228,22 @@ pub fn scan_watched(
         .collect();
     let bindings = Bindings::default();
     let names = NameMatcher::new(&candidates);
+    if let Some(c) = cache.as_deref_mut() {
+        c.set_others(
+            names
+                .others
+                .iter()
+                .flat_map(|(_, pats)| pats.iter().cloned()),
+        );
+    }
+    let cache = cache.as_deref();
+    // S itself, held for the cache's stats of its documents.
+    let top_dir = cache.and_then(|_| root.hold_dir(Path::new("")).ok());
     let docs: Vec<(Document, Option<Box<Extra>>)> = doc_ids
         .par_iter()
         .map(|id| {
-            let doc = scan_document(root, id, &format!("{id}.json"), &names, &bindings);
+            let cached = cache.zip(top_dir.as_ref());
+            let doc = scan_document(root, id, &format!("{id}.json"), &names, &bindings, cached);
             progress.tick();
             doc
         })
@@ -261,7 +287,7 @@ struct NameMatcher {
 }
 
 /// The 128 bits of a UUID-shaped window (`8-4-4-4-12` hex digits, any case).
-fn uuid_bits(w: &[u8]) -> Option<u128> {
+pub(crate) fn uuid_bits(w: &[u8]) -> Option<u128> {
     if w.len() != 36 {
         return None;
     }
@@ -308,6 +334,38 @@ impl NameMatcher {
             uuids,
             others,
             unmatched,
+        }
+    }
+
+    /// What [`NameMatcher::named`] gives for a text whose UUID-shaped windows are `uuids`
+    /// ([`uuid_windows`]) and whose matches among the non-UUID ids are `others`.
+    fn named_from(&self, uuids: &[u128], others: &[std::sync::Arc<str>]) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = self.unmatched.iter().cloned().collect();
+        for bits in uuids {
+            if let Some(found) = self.uuids.get(bits) {
+                out.extend(found.iter().cloned());
+            }
+        }
+        if let Some((_, pats)) = &self.others {
+            out.extend(
+                others
+                    .iter()
+                    .filter(|o| pats.iter().any(|p| p.as_str() == &***o))
+                    .map(|o| o.to_string()),
+            );
+        }
+        out
+    }
+
+    /// The ids of `named` that are matched as substrings (not UUIDs).
+    fn others_among(&self, named: &BTreeSet<String>) -> Vec<std::sync::Arc<str>> {
+        match &self.others {
+            Some((_, pats)) => pats
+                .iter()
+                .filter(|p| named.contains(*p))
+                .map(|p| std::sync::Arc::from(p.as_str()))
+                .collect(),
+            None => Vec::new(),
         }
     }
 
@@ -454,15 +512,40 @@ impl Bindings {
     }
 }
 
+/// Judges document `path` (`<id>.json` of S when `cache` is given, with S's held handle).
 fn scan_document(
     root: &Root,
     id: &str,
     path: &str,
     names: &NameMatcher,
     bindings: &Bindings,
+    cache: Option<(&VerdictCache, &fsroot::HeldDir<'_>)>,
 ) -> (Document, Option<Box<Extra>>) {
-    let (state, named, err) = match root.read(Path::new(path)) {
-        Ok(bytes) => {
+    let file = format!("{id}.json");
+    if let Some((c, top)) = cache {
+        if let Ok(Some(stat)) = top.stat(file.as_ref()) {
+            if let Some(e) = c.document(id, &stat) {
+                let mut state = DocState::Readable {
+                    data_dir: e.data_dir.clone(),
+                };
+                bindings.share(&mut state);
+                let named = names.named_from(&e.uuids, &e.others);
+                c.keep_document_hit(id, e);
+                let doc = Document {
+                    id: id.to_owned(),
+                    state,
+                };
+                let extra = (!named.is_empty()).then(|| Box::new(Extra { named, err: None }));
+                return (doc, extra);
+            }
+        }
+    }
+    let read = match cache {
+        Some((_, top)) => top.read_with_stat(file.as_ref()).map(|(b, s)| (b, Some(s))),
+        None => root.read(Path::new(path)).map(|b| (b, None)),
+    };
+    let (state, named, err) = match read {
+        Ok((bytes, stat)) => {
             let mut state = judge_document(id, &bytes);
             bindings.share(&mut state);
             let named = if state.is_known() {
@@ -470,6 +553,12 @@ fn scan_document(
             } else {
                 BTreeSet::new()
             };
+            if let (Some((c, _)), Some(stat), DocState::Readable { data_dir }) =
+                (cache, stat, &state)
+            {
+                let others = names.others_among(&named);
+                c.keep_document(id, &stat, data_dir.clone(), uuid_windows(&bytes), others);
+            }
             (state, named, None)
         }
         Err(e) => (
@@ -785,6 +874,7 @@ fn scan_checkpoints(root: &Root, names: &NameMatcher, inv: &mut Inventory) {
                 &format!("checkpoints/{id}.json"),
                 names,
                 &Bindings::default(),
+                None,
             )
         })
         .collect();
@@ -876,6 +966,7 @@ fn scan_session_dir(
     root: &Root,
     id: &str,
     ext: &External,
+    cache: Option<&VerdictCache>,
 ) -> (SessionDir, Vec<Ignored>, Vec<Problem>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
@@ -921,7 +1012,7 @@ fn scan_session_dir(
     }
     dir.stores = store_names
         .par_iter()
-        .map(|name| scan_store(root, &format!("{id}/{name}"), ext))
+        .map(|name| scan_store(root, &format!("{id}/{name}"), ext, cache))
         .collect::<Vec<_>>()
         .into_iter()
         .map(|(store, i, e)| {
@@ -956,7 +1047,12 @@ fn newest_mtime(root: &Root, rel: &Path) -> fsroot::Result<i64> {
     Ok(newest)
 }
 
-fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, Vec<Problem>) {
+fn scan_store(
+    root: &Root,
+    path: &str,
+    ext: &External,
+    cache: Option<&VerdictCache>,
+) -> (Store, Vec<Ignored>, Vec<Problem>) {
     let mut ign = Vec::new();
     let mut errs = Vec::new();
     // The store's directory is held once and its entries listed once: the lock, the work
@@ -1069,7 +1165,7 @@ fn scan_store(root: &Root, path: &str, ext: &External) -> (Store, Vec<Ignored>, 
         }
     }
     let (threads, seeded) = if threads_dir {
-        let (threads, seeded, work) = scan_threads(root, path, &mut ign, &mut errs);
+        let (threads, seeded, work) = scan_threads(root, path, &mut ign, &mut errs, cache);
         holds_work |= work;
         (threads, seeded)
     } else {
@@ -1119,6 +1215,7 @@ fn scan_threads(
     store: &str,
     ign: &mut Vec<Ignored>,
     errs: &mut Vec<Problem>,
+    cache: Option<&VerdictCache>,
 ) -> (Vec<Thread>, BTreeSet<String>, bool) {
     let dir = format!("{store}/threads");
     let mut seeded = BTreeSet::new();
@@ -1160,11 +1257,51 @@ fn scan_threads(
         .par_iter()
         .map(|tid| {
             let name = format!("{tid}.json");
-            let bytes = held.read(name.as_ref()).map_err(|e| Problem::from(&e))?;
+            let Some(c) = cache else {
+                let bytes = held.read(name.as_ref()).map_err(|e| Problem::from(&e))?;
+                return Ok(Thread {
+                    id: tid.clone(),
+                    digest: crate::Digest::of(&bytes),
+                    state: judge_thread(tid, &bytes),
+                    recovery: None,
+                    unbound_digest: None,
+                });
+            };
+            let rel = format!("{dir}/{name}");
+            if let Ok(Some(stat)) = held.stat(name.as_ref()) {
+                if let Some(e) = c.thread(&rel, &stat) {
+                    c.keep_thread_hit(&rel, e);
+                    return Ok(Thread {
+                        id: tid.clone(),
+                        digest: crate::Digest {
+                            bytes: stat.len,
+                            sha256: e.sha256,
+                        },
+                        state: ThreadState::Current {
+                            session_id: e.session_id.clone(),
+                            has_checkpoint: e.has_checkpoint,
+                        },
+                        recovery: None,
+                        unbound_digest: None,
+                    });
+                }
+            }
+            let (bytes, stat) = held
+                .read_with_stat(name.as_ref())
+                .map_err(|e| Problem::from(&e))?;
+            let digest = crate::Digest::of(&bytes);
+            let state = judge_thread(tid, &bytes);
+            if let ThreadState::Current {
+                session_id,
+                has_checkpoint,
+            } = &state
+            {
+                c.keep_thread(&rel, &stat, &digest, session_id.clone(), *has_checkpoint);
+            }
             Ok(Thread {
                 id: tid.clone(),
-                digest: crate::Digest::of(&bytes),
-                state: judge_thread(tid, &bytes),
+                digest,
+                state,
                 recovery: None,
                 unbound_digest: None,
             })

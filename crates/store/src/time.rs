@@ -33,6 +33,16 @@ impl Clock {
     }
 }
 
+/// The wall clock in nanoseconds since the Unix epoch, whatever `DOCTOR_NOW` says: what the
+/// verdict cache compares the kernel's file timestamps with ([`crate::cache`]).
+// The second reading of the system clock (clippy.toml): a fixed clock must not move it.
+#[allow(clippy::disallowed_methods)]
+pub fn wall_clock_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64)
+}
+
 /// Why a text is not an instant the doctor accepts ([`Timestamp::parse_strict`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadInstant {

@@ -31,6 +31,7 @@ Environment:
   GITHUB_STEP_SUMMARY with --output-format github, the markdown report is appended to this file
   GOTMPDIR            a default root of build-dirs sweep (beside the OS temp dir)
   XDG_STATE_HOME      where build-dirs sweep keeps its receipts and lock ($XDG_STATE_HOME/doctor)
+  XDG_CACHE_HOME      where a scan of S keeps its verdict cache ($XDG_CACHE_HOME/doctor)
 
 Examples:
   doctor sessions repair --dry-run              preview the repair of the default store
@@ -82,6 +83,9 @@ pub struct Global {
     /// Never draw progress on stderr.
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Neither read nor write the verdict cache ($XDG_CACHE_HOME/doctor): judge every file.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
 }
 
 /// `--color`.

@@ -34,7 +34,7 @@ pub fn main() -> ExitCode {
     init_tracing(cli.global.verbose);
     watch_signals();
     let printer = Printer::new(format, &cli.global);
-    let code = match run(&invocation, &printer) {
+    let code = match run(&invocation, &printer, cli.global.no_cache) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             printer.error(&e.to_string());
@@ -183,13 +183,15 @@ fn sessions_dir(dir: &Option<PathBuf>) -> Result<PathBuf, Error> {
     Ok(s)
 }
 
-fn options(dir: &Option<PathBuf>, clock: Clock) -> Result<RepairOptions, Error> {
-    let mut opts = RepairOptions::new(sessions_dir(dir)?);
-    opts.clock = clock;
-    Ok(opts)
-}
-
-fn run(invocation: &Invocation, printer: &Printer) -> Result<u8, Error> {
+fn run(invocation: &Invocation, printer: &Printer, no_cache: bool) -> Result<u8, Error> {
+    let options = |dir: &Option<PathBuf>, clock: Clock| -> Result<RepairOptions, Error> {
+        let mut opts = RepairOptions::new(sessions_dir(dir)?);
+        opts.clock = clock;
+        if no_cache {
+            opts.cache_dir = None;
+        }
+        Ok(opts)
+    };
     if let Invocation::Completions { shell } = invocation {
         let mut cmd = cli();
         let mut out = Vec::new();

@@ -292,6 +292,7 @@ pub(crate) fn demo() -> Demo {
     let mut opts = RepairOptions::new(&dir);
     opts.clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());
     opts.codewhale_home = None;
+    opts.cache_dir = Some(tmp.path().join("cache"));
     opts.dry_run = true;
     let dry = crate::repair_sessions(&opts).unwrap();
     opts.dry_run = false;
@@ -315,6 +316,7 @@ pub(crate) fn demo_applied_plan() -> RepairReport {
     let clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());
     opts.clock = clock;
     opts.codewhale_home = None;
+    opts.cache_dir = Some(tmp.path().join("cache"));
     opts.dry_run = true;
     let dry = crate::repair_sessions(&opts).unwrap();
     let plan_file = tmp.path().join("plan.json");

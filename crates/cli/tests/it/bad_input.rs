@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::common::{assert_nothing_lost, mtimes, tree, Kept, Node};
-use doctor::{RepairOptions, RepairReport};
+use doctor::RepairReport;
 use plan::OutcomeKind;
 use serde_json::{json, Value};
 use store::{Clock, Timestamp};
@@ -384,7 +384,7 @@ fn set_up(row: &Row) -> Setup {
 }
 
 fn repair(s: &Path, dry_run: bool) -> RepairReport {
-    let mut opts = RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
     opts.dry_run = dry_run;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     match catch_unwind(AssertUnwindSafe(|| doctor::repair_sessions(&opts))) {
@@ -531,6 +531,7 @@ fn a_closed_stdout_ends_the_run_quietly() {
         cmd.args(["--repair-sessions", "--dry-run", "--sessions-dir"])
             .arg(&demo)
             .env("RUST_BACKTRACE", "1")
+            .env("XDG_CACHE_HOME", crate::common::test_cache_home())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());

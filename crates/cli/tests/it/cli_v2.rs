@@ -813,3 +813,85 @@ fn errors_the_run_worked_around_are_reported_and_exit_0() {
     let (code, _) = repair(&["--dry-run", "--check"]);
     assert_eq!(code, 0, "--check with nothing pending");
 }
+
+/// The cache files under `dir` (`<XDG_CACHE_HOME>/doctor`), by name, with their bytes.
+fn cache_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = entries
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_scan_keeps_its_verdicts_under_xdg_cache_home_and_no_cache_neither_reads_nor_writes_them() {
+    let (_a, s) = demo_with_old_artifacts();
+    let xdg = tempfile::tempdir().unwrap();
+    let dir = xdg.path().join("doctor");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-v", "sessions", "repair", "--dry-run", "--json"];
+        args.extend_from_slice(extra);
+        let ran = Doctor::new()
+            .args(&args)
+            .sessions_dir(&s)
+            .now(NOW)
+            .env("XDG_CACHE_HOME", xdg.path())
+            .run();
+        assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+        ran
+    };
+
+    // --no-cache: no cache directory, nothing logged about one.
+    let uncached = run(&["--no-cache"]);
+    assert!(cache_files(&dir).is_empty());
+    assert!(
+        !uncached.stderr.contains("verdict cache"),
+        "{}",
+        uncached.stderr
+    );
+
+    // A dry run writes one file, named for S, and says where.
+    let first = run(&[]);
+    let files = cache_files(&dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].0.starts_with("sessions-") && files[0].0.ends_with(".cache"),
+        "{}",
+        files[0].0
+    );
+    assert!(
+        first.stderr.contains("wrote the verdict cache"),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(first.json()["plan"], uncached.json()["plan"]);
+
+    // A corrupt cache is said to be ignored, the plan is the same, and it is replaced.
+    let path = dir.join(&files[0].0);
+    std::fs::write(&path, b"not a cache").unwrap();
+    let after_corrupt = run(&[]);
+    assert!(
+        after_corrupt
+            .stderr
+            .contains("verdict cache not used: it is too short"),
+        "{}",
+        after_corrupt.stderr
+    );
+    assert_eq!(after_corrupt.json()["plan"], uncached.json()["plan"]);
+    assert_ne!(std::fs::read(&path).unwrap(), b"not a cache");
+
+    // --no-cache leaves a cache there as it is.
+    std::fs::write(&path, b"not a cache").unwrap();
+    run(&["--no-cache"]);
+    assert_eq!(
+        cache_files(&dir),
+        [(files[0].0.clone(), b"not a cache".to_vec())]
+    );
+}

@@ -31,7 +31,7 @@ fn clock() -> Clock {
 }
 
 fn opts(s: &Path, dry_run: bool) -> RepairOptions {
-    let mut o = RepairOptions::new(s);
+    let mut o = crate::common::repair_options(s);
     o.dry_run = dry_run;
     o.clock = clock();
     o

@@ -41,7 +41,7 @@ use crate::common::{
     Node, Redactions, Tree,
 };
 use crate::harness::{self, pretty, Pack, Sections};
-use doctor::{RepairOptions, RepairReport};
+use doctor::RepairReport;
 use serde::Deserialize;
 use serde_json::Value;
 use store::Clock;
@@ -339,7 +339,7 @@ impl Pack for Sessions {
     }
 
     fn run(&self, dry_run: bool, clock: Clock) -> RepairReport {
-        let mut opts = RepairOptions::new(&self.s);
+        let mut opts = crate::common::repair_options(&self.s);
         opts.dry_run = dry_run;
         opts.codewhale_home = Some(self.home.clone());
         opts.clock = clock;

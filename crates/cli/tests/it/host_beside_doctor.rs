@@ -439,7 +439,7 @@ fn host_sim_journals_what_it_holds_and_saves() {
 /// it: R4 unbinds the thread, R3 recovers `th-x.json`.
 fn plan_before_the_document(s: &Path, plan: &Path) -> doctor::RepairReport {
     stores::store_with_thread(s, "x/runtime", "th-x", Some("x"), 1);
-    let mut opts = doctor::RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
     // A store of runtime stores only, as the test needs: no mark of a session store.
     opts.assume_session_store = true;
     opts.dry_run = true;
@@ -492,7 +492,7 @@ fn a_plan_made_before_a_document_bound_the_store_does_not_set_it_aside() {
     let s = tmp.path().join("S");
     let store = s.join("x/runtime");
     stores::empty_store(&s, "x/runtime");
-    let mut opts = doctor::RepairOptions::new(&s);
+    let mut opts = crate::common::repair_options(&s);
     // A store of runtime stores only, as the test needs: no mark of a session store.
     opts.assume_session_store = true;
     opts.dry_run = true;

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use crate::stores::{self, empty_store};
-use doctor::RepairOptions;
 use fsroot::{LockProbe, TryLock, WritableRoot};
 use store::{Clock, Timestamp};
 
@@ -94,7 +93,7 @@ fn listing(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 fn repair(s: &Path) -> doctor::RepairReport {
-    let mut opts = RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
     // A store of runtime stores only, as the test needs: no mark of a session store.
     opts.assume_session_store = true;
     opts.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
@@ -155,7 +154,7 @@ fn a_lease_taken_after_planning_stops_the_action() {
     let s = tmp.path();
     write(s, "y.json", "not json");
     let opts = {
-        let mut o = RepairOptions::new(s);
+        let mut o = crate::common::repair_options(s);
         // A store of runtime stores only, as the test needs: no mark of a session store.
         o.assume_session_store = true;
         o.dry_run = true;
@@ -309,7 +308,7 @@ fn interrupted_writes_are_set_aside_only_where_nobody_holds_anything() {
     );
     let _host = hold(&[&s.join("h/runtime/runtime-process.owner.lock")]);
 
-    let mut opts = RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
 
     // A store of runtime stores only, as the test needs: no mark of a session store.
 
@@ -365,7 +364,7 @@ fn an_interrupted_write_inside_a_free_store_is_set_aside() {
     stores::store_with_thread(s, "f/runtime", "th-f", None, 0);
     let temp = "f/runtime/threads/.th-f.json.doctor-tmp-9999999-1";
     write(s, temp, "half a record");
-    let mut opts = RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
     // A store of runtime stores only, as the test needs: no mark of a session store.
     opts.assume_session_store = true;
     opts.dry_run = true;
@@ -388,7 +387,7 @@ fn an_unbind_whose_session_came_back_live_after_planning_is_skipped() {
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path();
     stores::store_with_thread(s, "host/runtime", "th1", Some("gamma"), 1);
-    let mut opts = RepairOptions::new(s);
+    let mut opts = crate::common::repair_options(s);
     // A store of runtime stores only, as the test needs: no mark of a session store.
     opts.assume_session_store = true;
     opts.dry_run = true;

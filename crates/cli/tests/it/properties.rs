@@ -689,7 +689,7 @@ fn differences(want: &Tree, got: &Tree) -> String {
 }
 
 fn options(place: &Place, dry_run: bool) -> doctor::RepairOptions {
-    let mut o = doctor::RepairOptions::new(&place.s);
+    let mut o = crate::common::repair_options(&place.s);
     o.clock = store::Clock::Fixed(now());
     o.codewhale_home = Some(place.home.clone());
     o.dry_run = dry_run;
@@ -1060,5 +1060,215 @@ impl std::fmt::Display for Totals {
             self.held,
             self.second_run
         )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The verdict cache never changes a plan
+// ---------------------------------------------------------------------------------------------
+
+/// How long before a scan a file must have changed for the cache to keep it, in these tests
+/// (the doctor's default is 3 s): each edit is followed by a wait of [`CACHE_WAIT`], longer than
+/// this plus a tick of the kernel's coarse file clock, so an edit always lands after what the
+/// previous scan kept.
+const CACHE_MARGIN_NS: i64 = 20_000_000;
+const CACHE_WAIT: std::time::Duration = std::time::Duration::from_millis(35);
+
+/// What an edit writes: a document's bytes when it lands on a document, a thread record's when
+/// it lands on one.
+#[derive(Debug, Clone)]
+struct Content {
+    doc: Doc,
+    bound: Option<usize>,
+    newer: bool,
+}
+
+/// One edit of a file the scan judges (a document or a thread record), chosen by `target`
+/// among the files there at the time.
+#[derive(Debug, Clone)]
+enum Edit {
+    /// New bytes written in place (the same inode).
+    Rewrite(Content),
+    /// Cut to this share (of 256) of its length, in place.
+    Truncate(u8),
+    /// One byte changed in place, the size kept, the mtime set back to what it was: only the
+    /// ctime tells.
+    TouchSameMtime,
+    /// New bytes through a temporary file renamed over it (a new inode).
+    ReplaceByRename(Content),
+    Delete,
+    /// A document or thread record that was not there.
+    Add(Content),
+}
+
+fn content() -> impl Strategy<Value = Content> {
+    (
+        doc(),
+        proptest::option::of(session_index()),
+        proptest::bool::weighted(0.2),
+    )
+        .prop_map(|(doc, bound, newer)| Content { doc, bound, newer })
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        content().prop_map(Edit::Rewrite),
+        any::<u8>().prop_map(Edit::Truncate),
+        Just(Edit::TouchSameMtime),
+        content().prop_map(Edit::ReplaceByRename),
+        Just(Edit::Delete),
+        content().prop_map(Edit::Add),
+    ]
+}
+
+/// The files of S the scan judges and the cache keeps: top-level documents and the thread
+/// records of every store, relative to S, sorted.
+fn judged_files(s: &Path) -> Vec<String> {
+    let mut out: Vec<String> = tree(s)
+        .into_iter()
+        .filter(|(_, n)| matches!(n, Node::File(_)))
+        .map(|(p, _)| p.to_string_lossy().into_owned())
+        .filter(|p| {
+            let parts: Vec<&str> = p.split('/').collect();
+            let json = p.ends_with(".json");
+            (parts.len() == 1 && json && !p.starts_with("session_boot"))
+                || (parts.len() == 4 && parts[2] == "threads" && json)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The bytes `c` stands for at `rel`: a thread record's in a threads directory, else a
+/// document's.
+fn content_bytes(place: &Place, rel: &str, c: &Content) -> Vec<u8> {
+    let stem = Path::new(rel).file_stem().unwrap().to_string_lossy();
+    if rel.contains("/threads/") {
+        let mut t = stores::thread(&stem, c.bound.map(|j| SESSIONS[j]));
+        if c.newer {
+            t["schema_version"] = json!(5);
+        }
+        pretty(&t)
+    } else {
+        doc_bytes(place, &stem, &c.doc)
+    }
+}
+
+/// Applies `edit` to the `target`-th judged file (an addition picks a free name). Returns what
+/// it did, for the failure message.
+fn apply_edit(place: &Place, edit: &Edit, target: usize) -> String {
+    let s = &place.s;
+    let files = judged_files(s);
+    if let Edit::Add(c) = edit {
+        let mut free: Vec<String> = SESSIONS
+            .iter()
+            .map(|id| format!("{id}.json"))
+            .filter(|f| !s.join(f).exists())
+            .collect();
+        for dir in files
+            .iter()
+            .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+        {
+            free.extend(
+                THREADS
+                    .iter()
+                    .map(|t| format!("{dir}/{t}.json"))
+                    .filter(|f| !s.join(f).exists()),
+            );
+        }
+        free.sort();
+        free.dedup();
+        if free.is_empty() {
+            return "add: no free name".into();
+        }
+        let rel = &free[target % free.len()];
+        write(s, rel, content_bytes(place, rel, c));
+        return format!("add {rel}");
+    }
+    if files.is_empty() {
+        return "nothing to edit".into();
+    }
+    let rel = &files[target % files.len()];
+    let path = s.join(rel);
+    match edit {
+        Edit::Rewrite(c) => {
+            let bytes = content_bytes(place, rel, c);
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap();
+            std::io::Write::write_all(&mut f, &bytes).unwrap();
+        }
+        Edit::Truncate(share) => {
+            let len = std::fs::metadata(&path).unwrap().len();
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(len * u64::from(*share) / 256).unwrap();
+        }
+        Edit::TouchSameMtime => {
+            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let mid = bytes.len() / 2;
+            if let Some(b) = bytes.get_mut(mid) {
+                *b = if *b == b'0' { b'1' } else { b'0' };
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            set_mtime(&path, mtime);
+        }
+        Edit::ReplaceByRename(c) => {
+            let tmp = path.with_extension("edit-tmp");
+            std::fs::write(&tmp, content_bytes(place, rel, c)).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+        }
+        Edit::Delete => std::fs::remove_file(&path).unwrap(),
+        Edit::Add(_) => unreachable!("handled above"),
+    }
+    format!("{edit:?} {rel}")
+}
+
+/// The plan file of a dry run over S, with the verdict cache in `cache` or without one.
+fn cache_plan(place: &Place, cache: Option<&Path>) -> Vec<u8> {
+    let mut o = options(place, true);
+    o.cache_dir = cache.map(Path::to_path_buf);
+    o.cache_racy_margin_ns = CACHE_MARGIN_NS;
+    let report = doctor::repair_sessions(&o).unwrap_or_else(|e| panic!("dry run: {e}"));
+    doctor::plan_file_bytes(&report)
+}
+
+/// Writes `case`, then after each edit of `edits` compares the plan of a dry run that reads
+/// and writes the cache with the plan of one that has none.
+fn check_cache(case: &StoreCase, edits: &[(Edit, usize)]) -> Result<(), TestCaseError> {
+    let place = Place::new();
+    write_store(&place, case);
+    let cache = place.work.join("cache");
+    let mut done = vec!["the store as written".to_owned()];
+    for step in 0..=edits.len() {
+        if step > 0 {
+            let (edit, target) = &edits[step - 1];
+            done.push(apply_edit(&place, edit, *target));
+        }
+        std::thread::sleep(CACHE_WAIT);
+        let cached = cache_plan(&place, Some(&cache));
+        let uncached = cache_plan(&place, None);
+        prop_assert!(
+            cached == uncached,
+            "after {}:\ncached plan:\n{}\nuncached plan:\n{}",
+            done.join(", then "),
+            String::from_utf8_lossy(&cached),
+            String::from_utf8_lossy(&uncached)
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_cached_plan_is_the_uncached_plan_after_every_edit() {
+    let mut runner = TestRunner::new(config());
+    let edits = proptest::collection::vec((edit(), any::<usize>()), 1..=6);
+    let result = runner.run(&(store_case(), edits), |(case, edits)| {
+        check_cache(&case, &edits)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

@@ -1515,7 +1515,7 @@ fn lines_that_do_not_parse_are_reported_not_dropped() {
 
 /// The options of a library call on `s` at [`NOW`], reading nothing outside S.
 fn lib_opts(s: &Path) -> doctor::RepairOptions {
-    let mut o = doctor::RepairOptions::new(s);
+    let mut o = crate::common::repair_options(s);
     o.clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());
     o.codewhale_home = None;
     o

@@ -165,13 +165,13 @@ fn latest_is_the_run_that_ran_last_among_runs_of_one_second() {
 #[test]
 fn a_library_run_whose_clock_no_run_id_can_spell_is_refused() {
     let (_tmp, s) = store_with_torn(&["torn"]);
-    let mut opts = doctor::RepairOptions::new(&s);
+    let mut opts = crate::common::repair_options(&s);
     opts.codewhale_home = None;
     opts.clock = store::Clock::Fixed(store::Timestamp(store::Timestamp::MAX.0 + 1));
     let repaired = doctor::repair_sessions(&opts).unwrap_err();
     let purged = doctor::purge(&opts, 86_400, false).unwrap_err();
     // A plan made with a clock that works, applied with one that does not.
-    let mut dry = doctor::RepairOptions::new(&s);
+    let mut dry = crate::common::repair_options(&s);
     dry.codewhale_home = None;
     dry.dry_run = true;
     dry.clock = store::Clock::Fixed(store::Timestamp::parse(NOW).unwrap());

@@ -63,6 +63,7 @@ fn a_store_move_killed_midway_is_finished_into_the_run_that_began_it() {
         .arg("-e")
         .arg("inject=renameat2:signal=KILL:when=9")
         .arg(env!("CARGO_BIN_EXE_doctor"))
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
         .args(["sessions", "repair", "--select", "R2", "--sessions-dir"])
         .arg(&s)
         .env("DOCTOR_NOW", NOW)
@@ -290,6 +291,7 @@ fn killed_at_the_ninth_rename(s: &Path) -> String {
         .arg("-e")
         .arg("inject=renameat2:signal=KILL:when=9")
         .arg(env!("CARGO_BIN_EXE_doctor"))
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
         .args(["sessions", "repair", "--select", "R2", "--sessions-dir"])
         .arg(s)
         .env("DOCTOR_NOW", NOW)
@@ -360,6 +362,7 @@ fn a_store_move_that_could_not_move_back_keeps_its_manifest_line() {
         .arg("-e")
         .arg("inject=renameat2:error=EXDEV:when=9+")
         .arg(env!("CARGO_BIN_EXE_doctor"))
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
         .args([
             "sessions",
             "repair",

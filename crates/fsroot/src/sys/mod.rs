@@ -106,6 +106,9 @@ pub(crate) struct Meta {
     pub len: u64,
     /// Seconds since the Unix epoch.
     pub mtime: i64,
+    /// The change stamps of [`crate::Stat`], in nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
     pub nlink: u64,
     pub id: crate::FileId,
     pub owner: crate::Owner,

@@ -41,6 +41,14 @@ macro_rules! meta_from {
             kind: kind_of_mode(m.mode()),
             len: m.size(),
             mtime: m.mtime(),
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
             nlink: m.nlink(),
             id: FileId::from_parts(m.dev(), m.ino()),
             owner: Owner::uid(m.uid()),

@@ -719,8 +719,15 @@ fn kind_of(attributes: u32) -> EntryKind {
 
 fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
     let kind = kind_of(info.dwFileAttributes);
-    let write_time = ((u64::from(info.ftLastWriteTime.dwHighDateTime) << 32)
-        | u64::from(info.ftLastWriteTime.dwLowDateTime)) as i64;
+    let filetime = |t: &windows_sys::Win32::Foundation::FILETIME| {
+        ((u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime)) as i64
+    };
+    let write_time = filetime(&info.ftLastWriteTime);
+    // FILETIME counts 100 ns from 1601; the change stamps count ns from 1970.
+    let ns = |t: i64| {
+        t.saturating_sub(FILETIME_UNIX_OFFSET * 10_000_000)
+            .saturating_mul(100)
+    };
     let perm = if info.dwFileAttributes & FILE_ATTRIBUTE_READONLY != 0 {
         0o444
     } else {
@@ -735,6 +742,10 @@ fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
         kind,
         len: (u64::from(info.nFileSizeHigh) << 32) | u64::from(info.nFileSizeLow),
         mtime: write_time.div_euclid(10_000_000) - FILETIME_UNIX_OFFSET,
+        mtime_ns: ns(write_time),
+        // No ctime in this structure: the creation time stands in for it, as in Git for
+        // Windows' index (a replace by rename changes the file index anyway).
+        ctime_ns: ns(filetime(&info.ftCreationTime)),
         nlink: u64::from(info.nNumberOfLinks),
         id: crate::FileId::from_parts(
             u64::from(info.dwVolumeSerialNumber),

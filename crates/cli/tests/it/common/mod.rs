@@ -6,7 +6,7 @@
 pub mod case;
 mod run;
 
-pub use run::{traced_mutations, Doctor, Ran};
+pub use run::{repair_options, test_cache_home, traced_mutations, Doctor, Ran};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

@@ -14,6 +14,17 @@ use std::time::{Duration, Instant};
 /// The path of the `doctor` binary under test.
 const DOCTOR_BIN: &str = env!("CARGO_BIN_EXE_doctor");
 
+/// Where the runs of the tests keep their verdict caches (`XDG_CACHE_HOME`): under the target
+/// directory, or the temporary directory where that path means nothing (Wine).
+pub fn test_cache_home() -> std::path::PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if target.is_absolute() {
+        target.join("xdg-cache")
+    } else {
+        std::env::temp_dir().join("doctor-tests-xdg-cache")
+    }
+}
+
 /// The variables of the doctor's hidden hooks, its clock and its logs. Every run starts without
 /// them, whatever the environment of `cargo test`, and sets the ones it needs.
 const HOOKS_CLOCK_AND_LOGS: &[&str] = &[
@@ -206,6 +217,8 @@ impl Doctor {
         for var in HOOKS_CLOCK_AND_LOGS {
             cmd.env_remove(var);
         }
+        // The verdict cache of every run goes to the tests' own directory, never the user's.
+        cmd.env("XDG_CACHE_HOME", test_cache_home());
         for (key, value) in &self.env {
             match value {
                 Some(v) => cmd.env(key, v),
@@ -411,4 +424,12 @@ fn wait_at_most(child: &mut Child, timeout: Duration) -> (std::process::ExitStat
 /// `arg` for `sh -c`, in single quotes.
 fn shell_quoted(arg: &OsStr) -> String {
     format!("'{}'", arg.to_string_lossy().replace('\'', r"'\''"))
+}
+
+/// [`doctor::RepairOptions::new`] for an in-process run of the tests: its verdict cache goes to
+/// [`test_cache_home`], never the user's.
+pub fn repair_options(s: impl Into<std::path::PathBuf>) -> doctor::RepairOptions {
+    let mut opts = doctor::RepairOptions::new(s);
+    opts.cache_dir = Some(test_cache_home().join("doctor"));
+    opts
 }

@@ -172,7 +172,7 @@ fn said(r: &Result<RepairReport, String>) -> String {
 }
 
 fn opts(s: &Path, dry_run: bool) -> RepairOptions {
-    let mut o = RepairOptions::new(s);
+    let mut o = crate::common::repair_options(s);
     o.dry_run = dry_run;
     o.clock = Clock::Fixed(Timestamp::parse(NOW).unwrap());
     o
