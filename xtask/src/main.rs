@@ -14,7 +14,7 @@
 //!     [--seed S] [--runs R] [--apply K] [--keep DIR]
 //! cargo xtask fuzz --seconds N [--target NAME]...
 //! cargo xtask fuzz --seed
-//! cargo xtask prop --cases N [--jobs J] [--seed S]
+//! cargo xtask prop --cases N [--jobs J] [--seed S] [--suite stores|cache]
 //! cargo xtask mutants [-p CRATE]... [-f FILE]... [--in-place] [--iterate] [--all-tests] | --summary DIR
 //! ```
 
@@ -68,9 +68,10 @@ tasks:
       print the executions of each and the total. A crash fails it and names the artifact.
   fuzz --seed
       Write the seed corpora of fuzz/corpus/ from fixtures/ (replacing them).
-  prop --cases N [--jobs J] [--seed S]
-      Run the property test over generated stores (crates/cli/tests/it/properties.rs) for N
-      cases in all, split over J processes at once (default 2) with seeds S, S+1, ...
+  prop --cases N [--jobs J] [--seed S] [--suite stores|cache]
+      Run a property test of crates/cli/tests/it/properties.rs (stores: generated stores keep
+      every property; cache: after each edit of a sequence, the plan with the verdict cache is
+      the plan without it) for N cases in all, split over J processes at once (default 2) with seeds S, S+1, ...
       (random S when unset), and print the totals of each and their sum. A failing case is
       shrunk, saved in crates/cli/tests/proptest-regressions/ and fails the command.
   mutants [-p CRATE]... [-f FILE]... [--in-place] [--iterate] [--all-tests]

@@ -14,7 +14,14 @@ use std::process::{Command, Stdio};
 use crate::Failure;
 
 /// The one test this command runs.
-const TEST: &str = "properties::generated_stores_keep_every_property";
+/// The property tests `--suite` names: generated stores, and edit sequences under the cache.
+const SUITES: &[(&str, &str)] = &[
+    ("stores", "properties::generated_stores_keep_every_property"),
+    (
+        "cache",
+        "properties::a_cached_plan_is_the_uncached_plan_after_every_edit",
+    ),
+];
 
 /// The options of `cargo xtask prop`.
 #[derive(Debug, PartialEq)]
@@ -25,6 +32,8 @@ pub struct Options {
     pub jobs: u64,
     /// `--seed S`: the seed of the first process; process `i` uses `S + i`. Random when unset.
     pub seed: Option<u64>,
+    /// The test of [`SUITES`] to run.
+    pub test: &'static str,
 }
 
 impl Options {
@@ -34,6 +43,7 @@ impl Options {
             cases: 0,
             jobs: 2,
             seed: None,
+            test: SUITES[0].1,
         };
         let mut it = args.iter();
         let number = |flag: &str, v: Option<&String>| {
@@ -45,6 +55,16 @@ impl Options {
                 "--cases" => out.cases = number("--cases", it.next())?,
                 "--jobs" => out.jobs = number("--jobs", it.next())?,
                 "--seed" => out.seed = Some(number("--seed", it.next())?),
+                "--suite" => {
+                    let name = it.next().map(String::as_str).unwrap_or_default();
+                    out.test = SUITES
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, t)| *t)
+                        .ok_or_else(|| {
+                            Failure::Usage(format!("--suite takes stores or cache, not {name:?}"))
+                        })?;
+                }
                 other => return Err(Failure::Usage(format!("unknown prop argument: {other}"))),
             }
         }
@@ -74,7 +94,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     for i in 0..o.jobs {
         let cases = o.cases / o.jobs + u64::from(i < o.cases % o.jobs);
         let child = Command::new(&bin)
-            .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
+            .args([o.test, "--exact", "--nocapture", "--test-threads", "1"])
             .current_dir(root.join("crates/cli"))
             .env("PROPTEST_CASES", cases.to_string())
             .env("PROPTEST_RNG_SEED", seed.wrapping_add(i).to_string())
@@ -192,10 +212,17 @@ mod tests {
             Options {
                 cases: 1000,
                 jobs: 3,
-                seed: Some(7)
+                seed: Some(7),
+                test: SUITES[0].1,
             }
         );
         assert_eq!(Options::parse(&args(&["--cases", "5"])).unwrap().jobs, 2);
+        assert_eq!(
+            Options::parse(&args(&["--cases", "5", "--suite", "cache"]))
+                .unwrap()
+                .test,
+            SUITES[1].1
+        );
         assert_eq!(
             Options::parse(&args(&["--cases", "3", "--jobs", "8"]))
                 .unwrap()
@@ -209,6 +236,7 @@ mod tests {
             &["--cases", "0"],
             &["--cases", "5", "--jobs", "0"],
             &["--cases", "5", "--fast"],
+            &["--cases", "5", "--suite", "other"],
         ] {
             assert!(
                 matches!(Options::parse(&args(bad)), Err(Failure::Usage(_))),

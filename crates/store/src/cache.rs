@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fsroot::{EntryKind, Root, Stat};
@@ -82,10 +82,10 @@ pub(crate) struct ThreadEntry {
 struct Prior {
     /// The ids that are not UUIDs which the documents' `others` were matched against.
     others: BTreeSet<Arc<str>>,
-    /// By document id.
-    docs: HashMap<Box<str>, DocEntry>,
-    /// By record path relative to S.
-    threads: HashMap<Box<str>, ThreadEntry>,
+    /// By document id; the flag is set once this scan took the entry (it is kept again).
+    docs: HashMap<Box<str>, (DocEntry, AtomicBool)>,
+    /// By record path relative to S; the flag as for `docs`.
+    threads: HashMap<Box<str>, (ThreadEntry, AtomicBool)>,
 }
 
 /// Which sessions directory a cache is for.
@@ -118,6 +118,8 @@ pub struct VerdictCache {
     keep_before_ns: i64,
     /// Non-UUID ids this scan matches documents against ([`VerdictCache::set_others`]).
     others: BTreeSet<Arc<str>>,
+    /// Whether the previous run matched the documents against every id of `others`.
+    others_known: bool,
     next_docs: Mutex<Vec<(Box<str>, DocEntry)>>,
     next_threads: Mutex<Vec<(Box<str>, ThreadEntry)>>,
     hits: AtomicU64,
@@ -168,6 +170,7 @@ impl VerdictCache {
             prior,
             keep_before_ns: now.saturating_sub(racy_margin_ns),
             others: BTreeSet::new(),
+            others_known: true,
             next_docs: Mutex::default(),
             next_threads: Mutex::default(),
             hits: AtomicU64::new(0),
@@ -201,30 +204,38 @@ impl VerdictCache {
     /// them only when the previous run matched it against every one of them.
     pub(crate) fn set_others(&mut self, others: impl IntoIterator<Item = String>) {
         self.others = others.into_iter().map(Arc::from).collect();
+        self.others_known = self.others.is_subset(&self.prior.others);
     }
 
     fn racy(&self, key: &Key) -> bool {
         key.mtime_ns >= self.keep_before_ns || key.ctime_ns >= self.keep_before_ns
     }
 
-    /// The kept verdict of document `id`, whose stat is `stat` now.
+    /// The kept verdict of document `id`, whose stat is `stat` now. An entry taken is kept
+    /// again by [`VerdictCache::save`].
     pub(crate) fn document(&self, id: &str, stat: &Stat) -> Option<&DocEntry> {
         let key = Key::of(stat)?;
         let hit = self
             .prior
             .docs
             .get(id)
-            .filter(|e| e.key == key && self.others.is_subset(&self.prior.others));
+            .filter(|(e, _)| e.key == key && self.others_known);
         self.count(hit.is_some());
-        hit
+        hit.map(|(e, used)| {
+            used.store(true, Ordering::Relaxed);
+            e
+        })
     }
 
     /// The kept verdict of the thread record at `rel`, whose stat is `stat` now.
     pub(crate) fn thread(&self, rel: &str, stat: &Stat) -> Option<&ThreadEntry> {
         let key = Key::of(stat)?;
-        let hit = self.prior.threads.get(rel).filter(|e| e.key == key);
+        let hit = self.prior.threads.get(rel).filter(|(e, _)| e.key == key);
         self.count(hit.is_some());
-        hit
+        hit.map(|(e, used)| {
+            used.store(true, Ordering::Relaxed);
+            e
+        })
     }
 
     fn count(&self, hit: bool) {
@@ -254,13 +265,6 @@ impl VerdictCache {
         lock(&self.next_docs).push((id.into(), entry));
     }
 
-    /// Keeps an entry this scan took from the cache (its `others` narrowed to this scan's).
-    pub(crate) fn keep_document_hit(&self, id: &str, entry: &DocEntry) {
-        let mut entry = entry.clone();
-        entry.others.retain(|o| self.others.contains(o));
-        lock(&self.next_docs).push((id.into(), entry));
-    }
-
     /// Keeps the verdict of the current-schema thread record at `rel`.
     pub(crate) fn keep_thread(
         &self,
@@ -282,20 +286,23 @@ impl VerdictCache {
         lock(&self.next_threads).push((rel.into(), entry));
     }
 
-    /// Keeps an entry this scan took from the cache.
-    pub(crate) fn keep_thread_hit(&self, rel: &str, entry: &ThreadEntry) {
-        lock(&self.next_threads).push((rel.into(), entry.clone()));
-    }
-
     /// Writes what this scan kept, atomically, creating the cache directory. The previous
     /// cache is replaced whole: entries of files this scan did not meet are gone.
     pub fn save(&self) -> Result<(), String> {
-        let bytes = encode(
-            &self.identity,
-            &self.others,
-            &lock(&self.next_docs),
-            &lock(&self.next_threads),
-        );
+        let fresh_docs = lock(&self.next_docs);
+        let fresh_threads = lock(&self.next_threads);
+        let taken = |used: &AtomicBool| used.load(Ordering::Relaxed);
+        let docs: Vec<(&str, &DocEntry)> = (self.prior.docs.iter())
+            .filter(|(_, (_, used))| taken(used))
+            .map(|(k, (e, _))| (&**k, e))
+            .chain(fresh_docs.iter().map(|(k, e)| (&**k, e)))
+            .collect();
+        let threads: Vec<(&str, &ThreadEntry)> = (self.prior.threads.iter())
+            .filter(|(_, (_, used))| taken(used))
+            .map(|(k, (e, _))| (&**k, e))
+            .chain(fresh_threads.iter().map(|(k, e)| (&**k, e)))
+            .collect();
+        let bytes = encode(&self.identity, &self.others, &docs, &threads);
         fsroot::replace_private_file(&self.file, &bytes)
             .map_err(|e| format!("cannot write {}: {e}", self.file.display()))
     }
@@ -366,11 +373,13 @@ impl Writer {
     }
 }
 
+/// The cache file of `docs` and `threads`; each document's `others` narrowed to `others`, the
+/// ids this scan matched against.
 fn encode(
     identity: &Identity,
     others: &BTreeSet<Arc<str>>,
-    docs: &[(Box<str>, DocEntry)],
-    threads: &[(Box<str>, ThreadEntry)],
+    docs: &[(&str, &DocEntry)],
+    threads: &[(&str, &ThreadEntry)],
 ) -> Vec<u8> {
     // The body first, with string indices; then the header and the table in front of it.
     let mut w = Writer {
@@ -393,8 +402,9 @@ fn encode(
         for u in &e.uuids {
             w.out.extend_from_slice(&u.to_le_bytes());
         }
-        w.u32(e.others.len() as u32);
-        for o in &e.others {
+        let named: Vec<&Arc<str>> = e.others.iter().filter(|o| others.contains(*o)).collect();
+        w.u32(named.len() as u32);
+        for o in named {
             let i = w.string(Some(o));
             w.u32(i);
         }
@@ -559,7 +569,7 @@ fn decode(bytes: &[u8], identity: &Identity) -> Result<Prior, String> {
             uuids,
             others,
         };
-        prior.docs.insert(id, entry);
+        prior.docs.insert(id, (entry, AtomicBool::new(false)));
     }
     let n = r.u64()?;
     let n = r.count(n, 80)?;
@@ -584,7 +594,7 @@ fn decode(bytes: &[u8], identity: &Identity) -> Result<Prior, String> {
             session_id,
             has_checkpoint,
         };
-        prior.threads.insert(rel, entry);
+        prior.threads.insert(rel, (entry, AtomicBool::new(false)));
     }
     if !r.b.is_empty() {
         return Err("it has bytes after its last entry".into());
@@ -613,24 +623,20 @@ mod tests {
             index: 8,
         };
         let others: BTreeSet<Arc<str>> = ["ses-a".into()].into();
-        let docs = vec![(
-            "d1".into(),
-            DocEntry {
-                key: key(1),
-                data_dir: Some("/s/x/runtime".into()),
-                uuids: vec![3, 9],
-                others: vec!["ses-a".into()],
-            },
-        )];
-        let threads = vec![(
-            "x/runtime/threads/t.json".into(),
-            ThreadEntry {
-                key: key(2),
-                sha256: [4; 32],
-                session_id: Some("d1".into()),
-                has_checkpoint: true,
-            },
-        )];
+        let doc = DocEntry {
+            key: key(1),
+            data_dir: Some("/s/x/runtime".into()),
+            uuids: vec![3, 9],
+            others: vec!["ses-a".into(), "ses-gone".into()],
+        };
+        let thread = ThreadEntry {
+            key: key(2),
+            sha256: [4; 32],
+            session_id: Some("d1".into()),
+            has_checkpoint: true,
+        };
+        let docs = [("d1", &doc)];
+        let threads = [("x/runtime/threads/t.json", &thread)];
         let bytes = encode(&identity, &others, &docs, &threads);
         (identity, bytes)
     }
@@ -640,12 +646,12 @@ mod tests {
         let (identity, bytes) = sample();
         let prior = decode(&bytes, &identity).unwrap();
         assert_eq!(prior.others.len(), 1);
-        let d = &prior.docs["d1"];
+        let d = &prior.docs["d1"].0;
         assert_eq!(
             (d.key, d.data_dir.as_deref(), &d.uuids[..], d.others.len()),
             (key(1), Some("/s/x/runtime"), &[3u128, 9][..], 1)
         );
-        let t = &prior.threads["x/runtime/threads/t.json"];
+        let t = &prior.threads["x/runtime/threads/t.json"].0;
         assert_eq!(
             (t.key, t.sha256, t.session_id.as_deref(), t.has_checkpoint),
             (key(2), [4; 32], Some("d1"), true)

@@ -530,7 +530,6 @@ fn scan_document(
                 };
                 bindings.share(&mut state);
                 let named = names.named_from(&e.uuids, &e.others);
-                c.keep_document_hit(id, e);
                 let doc = Document {
                     id: id.to_owned(),
                     state,
@@ -1270,7 +1269,6 @@ fn scan_threads(
             let rel = format!("{dir}/{name}");
             if let Ok(Some(stat)) = held.stat(name.as_ref()) {
                 if let Some(e) = c.thread(&rel, &stat) {
-                    c.keep_thread_hit(&rel, e);
                     return Ok(Thread {
                         id: tid.clone(),
                         digest: crate::Digest {

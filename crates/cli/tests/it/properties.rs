@@ -1235,19 +1235,53 @@ fn cache_plan(place: &Place, cache: Option<&Path>) -> Vec<u8> {
     doctor::plan_file_bytes(&report)
 }
 
+/// What the cache property saw over its cases: the edits of each kind, the plans compared,
+/// and how many entries the cache held before each cached run (what it could answer for).
+#[derive(Debug, Default)]
+struct CacheTotals {
+    sequences: u64,
+    plans: u64,
+    kept: u64,
+    edits: BTreeMap<&'static str, u64>,
+}
+
+/// The name of an edit's kind, for the totals.
+fn edit_kind(e: &Edit) -> &'static str {
+    match e {
+        Edit::Rewrite(_) => "rewrite",
+        Edit::Truncate(_) => "truncate",
+        Edit::TouchSameMtime => "touch",
+        Edit::ReplaceByRename(_) => "rename",
+        Edit::Delete => "delete",
+        Edit::Add(_) => "add",
+    }
+}
+
 /// Writes `case`, then after each edit of `edits` compares the plan of a dry run that reads
 /// and writes the cache with the plan of one that has none.
-fn check_cache(case: &StoreCase, edits: &[(Edit, usize)]) -> Result<(), TestCaseError> {
+fn check_cache(
+    case: &StoreCase,
+    edits: &[(Edit, usize)],
+    totals: &mut CacheTotals,
+) -> Result<(), TestCaseError> {
     let place = Place::new();
     write_store(&place, case);
     let cache = place.work.join("cache");
     let mut done = vec!["the store as written".to_owned()];
+    totals.sequences += 1;
     for step in 0..=edits.len() {
         if step > 0 {
             let (edit, target) = &edits[step - 1];
             done.push(apply_edit(&place, edit, *target));
+            *totals.edits.entry(edit_kind(edit)).or_default() += 1;
         }
         std::thread::sleep(CACHE_WAIT);
+        let root = fsroot::Root::open(&place.s).unwrap();
+        totals.kept += store::cache::VerdictCache::open(&cache, &root, 0)
+            .stats()
+            .loaded;
+        drop(root);
+        totals.plans += 1;
         let cached = cache_plan(&place, Some(&cache));
         let uncached = cache_plan(&place, None);
         prop_assert!(
@@ -1265,10 +1299,22 @@ fn check_cache(case: &StoreCase, edits: &[(Edit, usize)]) -> Result<(), TestCase
 fn a_cached_plan_is_the_uncached_plan_after_every_edit() {
     let mut runner = TestRunner::new(config());
     let edits = proptest::collection::vec((edit(), any::<usize>()), 1..=6);
+    let totals = std::cell::RefCell::new(CacheTotals::default());
     let result = runner.run(&(store_case(), edits), |(case, edits)| {
-        check_cache(&case, &edits)
+        check_cache(&case, &edits, &mut totals.borrow_mut())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
+    let t = totals.into_inner();
+    let kinds: Vec<String> = t.edits.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    println!(
+        "property totals: sequences={} plans={} kept={} [{}]",
+        t.sequences,
+        t.plans,
+        t.kept,
+        kinds.join(" ")
+    );
+    // The cache answered for files in these cases, or the comparison proved nothing.
+    assert!(t.kept > 0, "no run found a kept entry: {t:?}");
 }
