@@ -342,14 +342,18 @@ pub fn plan_sessions<C: Counts>(
     let _span = tracing::info_span!("plan_sessions").entered();
     let (external, external_errors) = store::read_external(config.codewhale_home.as_deref());
     let started = std::time::Instant::now();
-    let mut cache = config
-        .cache_dir
-        .as_deref()
-        .map(|dir| store::cache::VerdictCache::open(dir, root, config.cache_racy_margin_ns));
+    let mut cache = config.cache_dir.as_deref().map(|dir| {
+        let c = store::cache::VerdictCache::open(dir, root, config.cache_racy_margin_ns);
+        tracing::info!(
+            entries = c.stats().loaded,
+            ms = started.elapsed().as_millis() as u64,
+            "read the verdict cache"
+        );
+        c
+    });
     let mut inventory = store::scan_cached(root, &external, &config.progress, cache.as_mut())?;
-    if let Some(cache) = &cache {
-        save_cache(cache);
-    }
+    // Written on a thread of its own while the rest is planned; joined before returning.
+    let saving = cache.map(|c| std::thread::spawn(move || save_cache(&c)));
     tracing::info!(
         documents = inventory.documents.len(),
         session_dirs = inventory.session_dirs.len(),
@@ -398,6 +402,11 @@ pub fn plan_sessions<C: Counts>(
         ms = started.elapsed().as_millis() as u64,
         "planned the sessions pack"
     );
+    if let Some(t) = saving {
+        if t.join().is_err() {
+            tracing::warn!("the thread writing the verdict cache panicked");
+        }
+    }
     Ok(planned)
 }
 
