@@ -43,13 +43,13 @@ use windows_sys::Win32::Security::{
     GetLengthSid, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    GetFileInformationByHandle, LockFileEx, UnlockFileEx, BY_HANDLE_FILE_INFORMATION, DELETE,
-    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
-    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_GENERIC_WRITE,
-    FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_READ_EA, FILE_SHARE_DELETE, FILE_SHARE_READ,
-    FILE_SHARE_WRITE, FILE_TRAVERSE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, MAXIMUM_REPARSE_DATA_BUFFER_SIZE,
-    READ_CONTROL, SYNCHRONIZE,
+    FileBasicInfo, GetFileInformationByHandle, GetFileInformationByHandleEx, LockFileEx,
+    UnlockFileEx, BY_HANDLE_FILE_INFORMATION, DELETE, FILE_ATTRIBUTE_DIRECTORY,
+    FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY, FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_GENERIC_WRITE, FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES,
+    FILE_READ_EA, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TRAVERSE,
+    FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY,
+    MAXIMUM_REPARSE_DATA_BUFFER_SIZE, READ_CONTROL, SYNCHRONIZE,
 };
 use windows_sys::Win32::System::Ioctl::FSCTL_GET_REPARSE_POINT;
 use windows_sys::Win32::System::Threading::{
@@ -160,12 +160,12 @@ impl Dir {
     /// `lstat`: the entry `name` itself, opened for its attributes only.
     pub(crate) fn stat(&self, name: &OsStr) -> io::Result<Meta> {
         let handle = self.open_entry(name, STAT_ACCESS, 0)?;
-        Ok(meta_of(&handle_info(handle.as_handle())?))
+        handle_meta(handle.as_handle())
     }
 
     /// The directory's own [`Meta`].
     pub(crate) fn stat_self(&self) -> io::Result<Meta> {
-        Ok(meta_of(&handle_info(self.handle.as_handle())?))
+        handle_meta(self.handle.as_handle())
     }
 
     /// The volume the entry `name` is on (its serial number).
@@ -427,7 +427,7 @@ pub(crate) const DELETE_CAN_BE_REFUSED: bool = true;
 
 /// The [`Meta`] of an opened file.
 pub(crate) fn file_meta(f: &File) -> io::Result<Meta> {
-    Ok(meta_of(&handle_info(f.as_handle())?))
+    handle_meta(f.as_handle())
 }
 
 /// Reads at `off` (`ReadFile` with an offset; the handle's own position moves too).
@@ -707,6 +707,34 @@ fn handle_info(handle: BorrowedHandle<'_>) -> io::Result<BY_HANDLE_FILE_INFORMAT
     Ok(info)
 }
 
+/// The [`Meta`] of an open handle, its `ctime_ns` the NTFS change time (`ChangeTime` of
+/// `FILE_BASIC_INFO`: any write or attribute change moves it, as `st_ctime` on Unix) where the
+/// filesystem gives one, else the creation time.
+fn handle_meta(handle: BorrowedHandle<'_>) -> io::Result<Meta> {
+    let mut meta = meta_of(&handle_info(handle)?);
+    let mut basic = FILE_BASIC_INFO::default();
+    // SAFETY: `handle` is live for the call; `basic` is a writable FILE_BASIC_INFO and its size
+    // is the one passed.
+    let ok = unsafe {
+        GetFileInformationByHandleEx(
+            handle.as_raw_handle(),
+            FileBasicInfo,
+            (&mut basic as *mut FILE_BASIC_INFO).cast(),
+            std::mem::size_of::<FILE_BASIC_INFO>() as u32,
+        )
+    };
+    if ok != 0 && basic.ChangeTime != 0 {
+        meta.ctime_ns = filetime_ns(basic.ChangeTime);
+    }
+    Ok(meta)
+}
+
+/// A FILETIME (100 ns since 1601) as nanoseconds since 1970.
+fn filetime_ns(t: i64) -> i64 {
+    t.saturating_sub(FILETIME_UNIX_OFFSET * 10_000_000)
+        .saturating_mul(100)
+}
+
 fn kind_of(attributes: u32) -> EntryKind {
     if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
         EntryKind::Symlink
@@ -723,11 +751,6 @@ fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
         ((u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime)) as i64
     };
     let write_time = filetime(&info.ftLastWriteTime);
-    // FILETIME counts 100 ns from 1601; the change stamps count ns from 1970.
-    let ns = |t: i64| {
-        t.saturating_sub(FILETIME_UNIX_OFFSET * 10_000_000)
-            .saturating_mul(100)
-    };
     let perm = if info.dwFileAttributes & FILE_ATTRIBUTE_READONLY != 0 {
         0o444
     } else {
@@ -742,10 +765,9 @@ fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
         kind,
         len: (u64::from(info.nFileSizeHigh) << 32) | u64::from(info.nFileSizeLow),
         mtime: write_time.div_euclid(10_000_000) - FILETIME_UNIX_OFFSET,
-        mtime_ns: ns(write_time),
-        // No ctime in this structure: the creation time stands in for it, as in Git for
-        // Windows' index (a replace by rename changes the file index anyway).
-        ctime_ns: ns(filetime(&info.ftCreationTime)),
+        mtime_ns: filetime_ns(write_time),
+        // No change time in this structure: the creation time until `handle_meta` reads it.
+        ctime_ns: filetime_ns(filetime(&info.ftCreationTime)),
         nlink: u64::from(info.nNumberOfLinks),
         id: crate::FileId::from_parts(
             u64::from(info.dwVolumeSerialNumber),
