@@ -1309,11 +1309,12 @@ pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Replaces `path`, a file outside every store that only the doctor reads back, and checks when
-/// it does (the verdict cache): its parents are created, the bytes go to a temporary file beside
+/// it does (the verdict cache), with the concatenation of `parts`: its parents are created, the
+/// bytes go to a temporary file beside
 /// it named for this process, which is renamed over it, so a reader meets the old file or the
 /// new one. Not synced, and neither a fault point nor a traced mutation: it is no part of any
 /// store, and a file a crash left torn fails the reader's check.
-pub fn replace_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn replace_private_file(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let (parent, name) = split_file_path(path).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(&parent)?;
     let tmp = parent.join(format!(
@@ -1321,11 +1322,17 @@ pub fn replace_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+    let write = || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        for part in parts {
+            f.write_all(part)?;
+        }
+        f.into_inner().map_err(|e| e.into_error())?;
+        std::fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Appends to a file outside any store (the file `$GITHUB_STEP_SUMMARY` names) through a root

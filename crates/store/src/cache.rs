@@ -16,10 +16,15 @@
 //! match), of another format or doctor version, or for another directory (canonical path,
 //! device and inode) is ignored, never trusted. It is written atomically, one file per
 //! sessions directory identity.
+//!
+//! Memory is bounded by the file: the previous cache is held as its bytes with a sorted index
+//! of 16 bytes per entry, and entries are parsed only when asked for; entries this run keeps are
+//! serialized as they are made, and the new file is streamed from both.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fsroot::{EntryKind, Root, Stat};
@@ -27,8 +32,10 @@ use fsroot::{EntryKind, Root, Stat};
 use crate::inventory::Digest;
 
 /// The layout of the cache file; a cache of another layout is ignored.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const MAGIC: &[u8; 16] = b"doctor-verdicts\n";
+/// The length prefix that says "no string".
+const NONE: u16 = u16::MAX;
 
 /// A file changed less than this before the scan began is not kept (3 s: FAT's 2 s timestamps
 /// and the kernel's coarse file clock lag the wall clock by less).
@@ -56,36 +63,23 @@ impl Key {
     }
 }
 
-/// A document that reads as the app loads it.
+/// A kept document that reads as the app loads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DocEntry {
-    key: Key,
     /// `metadata.runtime_store.data_dir`.
     pub data_dir: Option<Arc<str>>,
     /// Every UUID-shaped window of its text, as 128 bits, sorted and distinct.
     pub uuids: Vec<u128>,
-    /// The ids of [`Prior::others`] its text names (outside digests).
+    /// The non-UUID candidate ids of this scan its text names (outside digests).
     pub others: Vec<Arc<str>>,
 }
 
-/// A thread record of the known schema.
+/// A kept thread record of the known schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ThreadEntry {
-    key: Key,
     pub sha256: [u8; 32],
     pub session_id: Option<String>,
     pub has_checkpoint: bool,
-}
-
-/// What a previous run kept.
-#[derive(Debug, Default)]
-struct Prior {
-    /// The ids that are not UUIDs which the documents' `others` were matched against.
-    others: BTreeSet<Arc<str>>,
-    /// By document id; the flag is set once this scan took the entry (it is kept again).
-    docs: HashMap<Box<str>, (DocEntry, AtomicBool)>,
-    /// By record path relative to S; the flag as for `docs`.
-    threads: HashMap<Box<str>, (ThreadEntry, AtomicBool)>,
 }
 
 /// Which sessions directory a cache is for.
@@ -94,6 +88,62 @@ struct Identity {
     canonical: Vec<u8>,
     volume: u64,
     index: u64,
+}
+
+/// One entry of the previous cache: where it is in the file, and the hash of its name.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    hash: u64,
+    at: u32,
+    len: u32,
+}
+
+/// What a previous run kept: its file's bytes, and per kind a sorted index into them.
+#[derive(Debug, Default)]
+struct Prior {
+    bytes: Vec<u8>,
+    /// The non-UUID ids the documents' `others` were matched against.
+    others: BTreeSet<Arc<str>>,
+    docs: Vec<Slot>,
+    threads: Vec<Slot>,
+    /// One bit per slot (documents, then threads): taken by this scan, so kept again.
+    taken: Vec<AtomicU64>,
+}
+
+impl Prior {
+    /// The slots whose name is `name`, in `slots`, with their positions.
+    fn find<'a>(
+        &'a self,
+        slots: &'a [Slot],
+        name: &str,
+    ) -> impl Iterator<Item = (usize, &'a [u8])> + 'a {
+        let h = name_hash(name.as_bytes());
+        let from = slots.partition_point(|s| s.hash < h);
+        slots[from..]
+            .iter()
+            .take_while(move |s| s.hash == h)
+            .enumerate()
+            .map(move |(i, s)| {
+                (
+                    from + i,
+                    &self.bytes[s.at as usize..(s.at + s.len) as usize],
+                )
+            })
+    }
+
+    fn take(&self, bit: usize) {
+        self.taken[bit / 64].fetch_or(1 << (bit % 64), Ordering::Relaxed);
+    }
+
+    fn taken(&self, bit: usize) -> bool {
+        self.taken[bit / 64].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
+    }
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 /// How the cache served one scan.
@@ -120,8 +170,9 @@ pub struct VerdictCache {
     others: BTreeSet<Arc<str>>,
     /// Whether the previous run matched the documents against every id of `others`.
     others_known: bool,
-    next_docs: Mutex<Vec<(Box<str>, DocEntry)>>,
-    next_threads: Mutex<Vec<(Box<str>, ThreadEntry)>>,
+    /// Entries this scan judged and keeps, serialized, with their counts.
+    fresh_docs: Mutex<(Vec<u8>, u64)>,
+    fresh_threads: Mutex<(Vec<u8>, u64)>,
     hits: AtomicU64,
     misses: AtomicU64,
     /// Why the previous cache was not used, when it was not.
@@ -155,7 +206,7 @@ impl VerdictCache {
         let hex = name.finalize().to_hex();
         let file = dir.join(format!("sessions-{}.cache", &hex[..32]));
         let (prior, ignored_because) = match fsroot::read_standalone_file(&file) {
-            Ok(bytes) => match decode(&bytes, &identity) {
+            Ok(bytes) => match decode(bytes, &identity) {
                 Ok(p) => (p, None),
                 Err(why) => (Prior::default(), Some(why)),
             },
@@ -171,8 +222,8 @@ impl VerdictCache {
             keep_before_ns: now.saturating_sub(racy_margin_ns),
             others: BTreeSet::new(),
             others_known: true,
-            next_docs: Mutex::default(),
-            next_threads: Mutex::default(),
+            fresh_docs: Mutex::default(),
+            fresh_threads: Mutex::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             ignored_because,
@@ -211,40 +262,49 @@ impl VerdictCache {
         key.mtime_ns >= self.keep_before_ns || key.ctime_ns >= self.keep_before_ns
     }
 
-    /// The kept verdict of document `id`, whose stat is `stat` now. An entry taken is kept
-    /// again by [`VerdictCache::save`].
-    pub(crate) fn document(&self, id: &str, stat: &Stat) -> Option<&DocEntry> {
-        let key = Key::of(stat)?;
-        let hit = self
-            .prior
-            .docs
-            .get(id)
-            .filter(|(e, _)| e.key == key && self.others_known);
-        self.count(hit.is_some());
-        hit.map(|(e, used)| {
-            used.store(true, Ordering::Relaxed);
-            e
-        })
-    }
-
-    /// The kept verdict of the thread record at `rel`, whose stat is `stat` now.
-    pub(crate) fn thread(&self, rel: &str, stat: &Stat) -> Option<&ThreadEntry> {
-        let key = Key::of(stat)?;
-        let hit = self.prior.threads.get(rel).filter(|(e, _)| e.key == key);
-        self.count(hit.is_some());
-        hit.map(|(e, used)| {
-            used.store(true, Ordering::Relaxed);
-            e
-        })
-    }
-
     fn count(&self, hit: bool) {
         let n = if hit { &self.hits } else { &self.misses };
         n.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The kept verdict of document `id`, whose stat is `stat` now. An entry taken is kept
+    /// again by [`VerdictCache::save`].
+    pub(crate) fn document(&self, id: &str, stat: &Stat) -> Option<DocEntry> {
+        let key = Key::of(stat)?;
+        let hit = self.others_known.then(|| {
+            self.prior.find(&self.prior.docs, id).find_map(|(i, b)| {
+                let (name, k, entry) = parse_doc(b)?;
+                (name == id.as_bytes() && k == key).then_some((i, entry))
+            })
+        });
+        let hit = hit.flatten();
+        self.count(hit.is_some());
+        hit.map(|(i, entry)| {
+            self.prior.take(i);
+            entry
+        })
+    }
+
+    /// The kept verdict of the thread record at `rel`, whose stat is `stat` now.
+    pub(crate) fn thread(&self, rel: &str, stat: &Stat) -> Option<ThreadEntry> {
+        let key = Key::of(stat)?;
+        let hit = self
+            .prior
+            .find(&self.prior.threads, rel)
+            .find_map(|(i, b)| {
+                let (name, k, entry) = parse_thread(b)?;
+                (name == rel.as_bytes() && k == key).then_some((i, entry))
+            });
+        self.count(hit.is_some());
+        hit.map(|(i, entry)| {
+            self.prior.take(self.prior.docs.len() + i);
+            entry
+        })
+    }
+
     /// Keeps document `id`'s verdict for the next run (unless it changed too recently to be
-    /// trusted). `others` are the ids of this scan's `others` its text names.
+    /// trusted, or a part is too long for the format). `others` are the ids of this scan's
+    /// `others` its text names.
     pub(crate) fn keep_document(
         &self,
         id: &str,
@@ -257,12 +317,16 @@ impl VerdictCache {
             return;
         };
         let entry = DocEntry {
-            key,
             data_dir,
             uuids,
             others,
         };
-        lock(&self.next_docs).push((id.into(), entry));
+        let mut out = Vec::with_capacity(128);
+        if encode_doc(&mut out, id, &key, &entry, None) {
+            let mut fresh = lock(&self.fresh_docs);
+            fresh.0.extend_from_slice(&out);
+            fresh.1 += 1;
+        }
     }
 
     /// Keeps the verdict of the current-schema thread record at `rel`.
@@ -278,32 +342,79 @@ impl VerdictCache {
             return;
         };
         let entry = ThreadEntry {
-            key,
             sha256: digest.sha256,
             session_id,
             has_checkpoint,
         };
-        lock(&self.next_threads).push((rel.into(), entry));
+        let mut out = Vec::with_capacity(160);
+        if encode_thread(&mut out, rel, &key, &entry) {
+            let mut fresh = lock(&self.fresh_threads);
+            fresh.0.extend_from_slice(&out);
+            fresh.1 += 1;
+        }
     }
 
-    /// Writes what this scan kept, atomically, creating the cache directory. The previous
-    /// cache is replaced whole: entries of files this scan did not meet are gone.
+    /// Writes what this scan kept, atomically, creating the cache directory: the entries it
+    /// took from the previous cache (copied as they were, a document's `others` narrowed to
+    /// this scan's when those differ) and the ones it judged. Entries of files this scan did
+    /// not meet are gone.
     pub fn save(&self) -> Result<(), String> {
-        let fresh_docs = lock(&self.next_docs);
-        let fresh_threads = lock(&self.next_threads);
-        let taken = |used: &AtomicBool| used.load(Ordering::Relaxed);
-        let docs: Vec<(&str, &DocEntry)> = (self.prior.docs.iter())
-            .filter(|(_, (_, used))| taken(used))
-            .map(|(k, (e, _))| (&**k, e))
-            .chain(fresh_docs.iter().map(|(k, e)| (&**k, e)))
+        let fresh_docs = lock(&self.fresh_docs);
+        let fresh_threads = lock(&self.fresh_threads);
+        let p = &self.prior;
+        let taken_docs: Vec<&Slot> = (p.docs.iter().enumerate())
+            .filter(|(i, _)| p.taken(*i))
+            .map(|(_, s)| s)
             .collect();
-        let threads: Vec<(&str, &ThreadEntry)> = (self.prior.threads.iter())
-            .filter(|(_, (_, used))| taken(used))
-            .map(|(k, (e, _))| (&**k, e))
-            .chain(fresh_threads.iter().map(|(k, e)| (&**k, e)))
+        let taken_threads: Vec<&Slot> = (p.threads.iter().enumerate())
+            .filter(|(i, _)| p.taken(p.docs.len() + i))
+            .map(|(_, s)| s)
             .collect();
-        let bytes = encode(&self.identity, &self.others, &docs, &threads);
-        fsroot::replace_private_file(&self.file, &bytes)
+        let slice = |s: &Slot| &p.bytes[s.at as usize..(s.at + s.len) as usize];
+        // Documents matched against other ids than this scan's are written again.
+        let narrowed: Vec<u8> = if self.others == p.others {
+            Vec::new()
+        } else {
+            let mut out = Vec::new();
+            for s in &taken_docs {
+                if let Some((name, key, entry)) = parse_doc(slice(s)) {
+                    let id = String::from_utf8_lossy(name);
+                    encode_doc(&mut out, &id, &key, &entry, Some(&self.others));
+                }
+            }
+            out
+        };
+        let mut header = Vec::with_capacity(256);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT.to_le_bytes());
+        put_bytes32(&mut header, env!("CARGO_PKG_VERSION").as_bytes());
+        put_bytes32(&mut header, &self.identity.canonical);
+        header.extend_from_slice(&self.identity.volume.to_le_bytes());
+        header.extend_from_slice(&self.identity.index.to_le_bytes());
+        header.extend_from_slice(&(self.others.len() as u32).to_le_bytes());
+        for o in &self.others {
+            put_bytes32(&mut header, o.as_bytes());
+        }
+        let docs = taken_docs.len() as u64 + fresh_docs.1;
+        header.extend_from_slice(&docs.to_le_bytes());
+        let mut parts: Vec<&[u8]> = vec![&header];
+        if self.others == p.others {
+            parts.extend(taken_docs.iter().map(|s| slice(s)));
+        } else {
+            parts.push(&narrowed);
+        }
+        parts.push(&fresh_docs.0);
+        let threads = (taken_threads.len() as u64 + fresh_threads.1).to_le_bytes();
+        parts.push(&threads);
+        parts.extend(taken_threads.iter().map(|s| slice(s)));
+        parts.push(&fresh_threads.0);
+        let mut sum = blake3::Hasher::new();
+        for part in &parts {
+            sum.update(part);
+        }
+        let sum = sum.finalize();
+        parts.push(sum.as_bytes());
+        fsroot::replace_private_file(&self.file, &parts)
             .map_err(|e| format!("cannot write {}: {e}", self.file.display()))
     }
 }
@@ -326,119 +437,93 @@ pub(crate) fn uuid_windows(text: &[u8]) -> Vec<u128> {
     out
 }
 
-// The file: MAGIC, FORMAT, the doctor's version, the identity, the string table, the `others`
-// (as string indices), the documents, the threads, then the BLAKE3 of everything before it.
+// The file: MAGIC, FORMAT, the doctor's version, the identity, the `others`, the count of
+// documents and each document, the count of threads and each thread, then the BLAKE3 of
+// everything before it. Integers are little-endian. Strings in entries carry a u16 length
+// (`NONE`: absent); an entry with a longer string, or more than 255 UUIDs or others, is not
+// kept. A document: name, key, `data_dir`, the UUIDs (u8 count, 16 bytes each), the others (u8
+// count, strings). A thread: its path, key, SHA-256, checkpoint flag, `session_id`.
 
-struct Writer {
-    out: Vec<u8>,
-    strings: HashMap<Arc<str>, u32>,
-    table: Vec<Arc<str>>,
+fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
 }
 
-impl Writer {
-    fn u8(&mut self, v: u8) {
-        self.out.push(v);
-    }
-    fn u32(&mut self, v: u32) {
-        self.out.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.out.extend_from_slice(&v.to_le_bytes());
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.u32(b.len() as u32);
-        self.out.extend_from_slice(b);
-    }
-    fn key(&mut self, k: &Key) {
-        for v in [
-            k.volume,
-            k.index,
-            k.len,
-            k.mtime_ns as u64,
-            k.ctime_ns as u64,
-        ] {
-            self.u64(v);
+/// Appends `s` with its u16 length; `false` when it is too long.
+fn put_str16(out: &mut Vec<u8>, s: Option<&[u8]>) -> bool {
+    match s {
+        None => out.extend_from_slice(&NONE.to_le_bytes()),
+        Some(b) if b.len() < usize::from(NONE) => {
+            out.extend_from_slice(&(b.len() as u16).to_le_bytes());
+            out.extend_from_slice(b);
         }
+        Some(_) => return false,
     }
-    /// The index of `s` in the string table (`u32::MAX`: none).
-    fn string(&mut self, s: Option<&Arc<str>>) -> u32 {
-        let Some(s) = s else { return u32::MAX };
-        if let Some(&i) = self.strings.get(s) {
-            return i;
-        }
-        let i = self.table.len() as u32;
-        self.table.push(s.clone());
-        self.strings.insert(s.clone(), i);
-        i
+    true
+}
+
+fn put_key(out: &mut Vec<u8>, k: &Key) {
+    for v in [
+        k.volume,
+        k.index,
+        k.len,
+        k.mtime_ns as u64,
+        k.ctime_ns as u64,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
-/// The cache file of `docs` and `threads`; each document's `others` narrowed to `others`, the
-/// ids this scan matched against.
-fn encode(
-    identity: &Identity,
-    others: &BTreeSet<Arc<str>>,
-    docs: &[(&str, &DocEntry)],
-    threads: &[(&str, &ThreadEntry)],
-) -> Vec<u8> {
-    // The body first, with string indices; then the header and the table in front of it.
-    let mut w = Writer {
-        out: Vec::with_capacity(docs.len() * 96 + threads.len() * 128),
-        strings: HashMap::new(),
-        table: Vec::new(),
-    };
-    w.u32(others.len() as u32);
-    for o in others {
-        let i = w.string(Some(o));
-        w.u32(i);
-    }
-    w.u64(docs.len() as u64);
-    for (id, e) in docs {
-        w.bytes(id.as_bytes());
-        w.key(&e.key);
-        let i = w.string(e.data_dir.as_ref());
-        w.u32(i);
-        w.u32(e.uuids.len() as u32);
-        for u in &e.uuids {
-            w.out.extend_from_slice(&u.to_le_bytes());
+/// Appends the entry of document `id`, its others narrowed to `only` when given; `false` (and
+/// `out` as it was) when it does not fit the format.
+fn encode_doc(
+    out: &mut Vec<u8>,
+    id: &str,
+    key: &Key,
+    e: &DocEntry,
+    only: Option<&BTreeSet<Arc<str>>>,
+) -> bool {
+    let others: Vec<&Arc<str>> = e
+        .others
+        .iter()
+        .filter(|o| only.is_none_or(|set| set.contains(*o)))
+        .collect();
+    let start = out.len();
+    let fits = e.uuids.len() <= 255
+        && others.len() <= 255
+        && put_str16(out, Some(id.as_bytes()))
+        && {
+            put_key(out, key);
+            put_str16(out, e.data_dir.as_deref().map(str::as_bytes))
         }
-        let named: Vec<&Arc<str>> = e.others.iter().filter(|o| others.contains(*o)).collect();
-        w.u32(named.len() as u32);
-        for o in named {
-            let i = w.string(Some(o));
-            w.u32(i);
-        }
-    }
-    w.u64(threads.len() as u64);
-    for (rel, e) in threads {
-        w.bytes(rel.as_bytes());
-        w.key(&e.key);
-        w.out.extend_from_slice(&e.sha256);
-        w.u8(u8::from(e.has_checkpoint));
-        match &e.session_id {
-            Some(s) => {
-                w.u8(1);
-                w.bytes(s.as_bytes());
+        && {
+            out.push(e.uuids.len() as u8);
+            for u in &e.uuids {
+                out.extend_from_slice(&u.to_le_bytes());
             }
-            None => w.u8(0),
-        }
+            out.push(others.len() as u8);
+            others.iter().all(|o| put_str16(out, Some(o.as_bytes())))
+        };
+    if !fits {
+        out.truncate(start);
     }
-    let body = std::mem::take(&mut w.out);
-    w.out.extend_from_slice(MAGIC);
-    w.u32(FORMAT);
-    w.bytes(env!("CARGO_PKG_VERSION").as_bytes());
-    w.bytes(&identity.canonical);
-    w.u64(identity.volume);
-    w.u64(identity.index);
-    let table = std::mem::take(&mut w.table);
-    w.u32(table.len() as u32);
-    for s in &table {
-        w.bytes(s.as_bytes());
+    fits
+}
+
+/// Appends the entry of the thread record at `rel`; `false` (and `out` as it was) when it
+/// does not fit the format.
+fn encode_thread(out: &mut Vec<u8>, rel: &str, key: &Key, e: &ThreadEntry) -> bool {
+    let start = out.len();
+    let fits = put_str16(out, Some(rel.as_bytes())) && {
+        put_key(out, key);
+        out.extend_from_slice(&e.sha256);
+        out.push(u8::from(e.has_checkpoint));
+        put_str16(out, e.session_id.as_deref().map(str::as_bytes))
+    };
+    if !fits {
+        out.truncate(start);
     }
-    w.out.extend_from_slice(&body);
-    let sum = blake3::hash(&w.out);
-    w.out.extend_from_slice(sum.as_bytes());
-    w.out
+    fits
 }
 
 struct Reader<'a> {
@@ -446,36 +531,39 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.b.len() < n {
-            return Err("it ends early".into());
+            return None;
         }
         let (head, rest) = self.b.split_at(n);
         self.b = rest;
-        Ok(head)
+        Some(head)
     }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn bytes32(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    fn str(&mut self) -> Result<&'a str, String> {
-        std::str::from_utf8(self.bytes()?).map_err(|_| "a name is not UTF-8".to_string())
+    /// A u16-prefixed string: `Some(None)` when absent.
+    fn str16(&mut self) -> Option<Option<&'a [u8]>> {
+        match self.u16()? {
+            NONE => Some(None),
+            n => self.take(usize::from(n)).map(Some),
+        }
     }
-    fn key(&mut self) -> Result<Key, String> {
-        Ok(Key {
+    fn key(&mut self) -> Option<Key> {
+        Some(Key {
             volume: self.u64()?,
             index: self.u64()?,
             len: self.u64()?,
@@ -483,123 +571,163 @@ impl<'a> Reader<'a> {
             ctime_ns: self.u64()? as i64,
         })
     }
-    /// A count of items that take at least `each` bytes: one larger than the rest of the file
-    /// could hold is refused before anything is allocated for it.
-    fn count(&mut self, n: u64, each: usize) -> Result<usize, String> {
-        let n = usize::try_from(n).map_err(|_| "a count is too large".to_string())?;
-        if n.saturating_mul(each) > self.b.len() {
-            return Err("a count exceeds the file".into());
-        }
-        Ok(n)
-    }
 }
 
-fn decode(bytes: &[u8], identity: &Identity) -> Result<Prior, String> {
+fn utf8(b: &[u8]) -> Option<&str> {
+    std::str::from_utf8(b).ok()
+}
+
+/// The document entry at the start of `b`: its name, key and verdict.
+fn parse_doc(b: &[u8]) -> Option<(&[u8], Key, DocEntry)> {
+    let mut r = Reader { b };
+    let (name, key, entry, _) = read_doc(&mut r)?;
+    Some((name, key, entry))
+}
+
+/// Reads one document entry from `r`, and how many bytes it took.
+fn read_doc<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], Key, DocEntry, usize)> {
+    let before = r.b.len();
+    let name = r.str16()??;
+    let key = r.key()?;
+    let data_dir = r.str16()?.map(utf8).map(|d| d.map(Arc::from));
+    let data_dir = match data_dir {
+        Some(None) => return None,
+        Some(Some(d)) => Some(d),
+        None => None,
+    };
+    let nu = r.u8()?;
+    let mut uuids = Vec::with_capacity(usize::from(nu));
+    for _ in 0..nu {
+        uuids.push(u128::from_le_bytes(r.take(16)?.try_into().ok()?));
+    }
+    let no = r.u8()?;
+    let mut others = Vec::with_capacity(usize::from(no));
+    for _ in 0..no {
+        others.push(Arc::from(utf8(r.str16()??)?));
+    }
+    let entry = DocEntry {
+        data_dir,
+        uuids,
+        others,
+    };
+    Some((name, key, entry, before - r.b.len()))
+}
+
+/// The thread entry at the start of `b`: its path, key and verdict.
+fn parse_thread(b: &[u8]) -> Option<(&[u8], Key, ThreadEntry)> {
+    let mut r = Reader { b };
+    let (name, key, entry, _) = read_thread(&mut r)?;
+    Some((name, key, entry))
+}
+
+fn read_thread<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], Key, ThreadEntry, usize)> {
+    let before = r.b.len();
+    let name = r.str16()??;
+    let key = r.key()?;
+    let sha256: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let has_checkpoint = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let session_id = match r.str16()? {
+        None => None,
+        Some(b) => Some(utf8(b)?.to_owned()),
+    };
+    let entry = ThreadEntry {
+        sha256,
+        session_id,
+        has_checkpoint,
+    };
+    Some((name, key, entry, before - r.b.len()))
+}
+
+/// Checks `bytes` as a cache of `identity` and indexes its entries, each parsed once to check
+/// it and find its end.
+fn decode(bytes: Vec<u8>, identity: &Identity) -> Result<Prior, String> {
     let Some(body_len) = bytes.len().checked_sub(32) else {
         return Err("it is too short".into());
     };
+    if u32::try_from(bytes.len()).is_err() {
+        return Err("it is larger than 4 GiB".into());
+    }
     let (body, sum) = bytes.split_at(body_len);
     if blake3::hash(body).as_bytes() != sum {
         return Err("its checksum does not match (corrupt)".into());
     }
+    let short = || "it ends early or an entry does not parse".to_string();
     let mut r = Reader { b: body };
-    if r.take(MAGIC.len())? != MAGIC {
+    if r.take(MAGIC.len()).ok_or_else(short)? != MAGIC {
         return Err("it is not a verdict cache".into());
     }
-    let format = r.u32()?;
+    let format = r.u32().ok_or_else(short)?;
     if format != FORMAT {
         return Err(format!("it is of format {format}, not {FORMAT}"));
     }
-    let version = r.str()?;
-    if version != env!("CARGO_PKG_VERSION") {
-        return Err(format!("it was written by doctor {version}"));
+    let version = r.bytes32().ok_or_else(short)?;
+    if version != env!("CARGO_PKG_VERSION").as_bytes() {
+        return Err(format!(
+            "it was written by doctor {}",
+            String::from_utf8_lossy(version)
+        ));
     }
     let found = Identity {
-        canonical: r.bytes()?.to_vec(),
-        volume: r.u64()?,
-        index: r.u64()?,
+        canonical: r.bytes32().ok_or_else(short)?.to_vec(),
+        volume: r.u64().ok_or_else(short)?,
+        index: r.u64().ok_or_else(short)?,
     };
     if &found != identity {
         return Err("it is for another directory".into());
     }
-    let n = r.u32()?;
-    let n = r.count(n.into(), 4)?;
-    let mut table: Vec<Arc<str>> = Vec::with_capacity(n);
-    for _ in 0..n {
-        table.push(r.str()?.into());
+    let mut others = BTreeSet::new();
+    for _ in 0..r.u32().ok_or_else(short)? {
+        let o = utf8(r.bytes32().ok_or_else(short)?).ok_or_else(short)?;
+        others.insert(Arc::from(o));
     }
-    let string = |i: u32| -> Result<Arc<str>, String> {
-        table
-            .get(i as usize)
-            .cloned()
-            .ok_or_else(|| "a string index is out of range".to_string())
+    let at = |r: &Reader<'_>| (body_len - r.b.len()) as u32;
+    let n = r.u64().ok_or_else(short)?;
+    // Each entry takes at least 45 bytes: a count beyond the file is refused before allocating.
+    let bound = |n: u64, r: &Reader<'_>| {
+        if n.saturating_mul(45) > r.b.len() as u64 {
+            Err("a count exceeds the file".to_string())
+        } else {
+            Ok(n as usize)
+        }
     };
-    let mut prior = Prior::default();
-    let n = r.u32()?;
-    for _ in 0..r.count(n.into(), 4)? {
-        prior.others.insert(string(r.u32()?)?);
-    }
-    let n = r.u64()?;
-    let n = r.count(n, 52)?;
-    prior.docs.reserve(n);
+    let mut docs = Vec::with_capacity(bound(n, &r)?);
     for _ in 0..n {
-        let id: Box<str> = r.str()?.into();
-        let key = r.key()?;
-        let data_dir = match r.u32()? {
-            u32::MAX => None,
-            i => Some(string(i)?),
-        };
-        let nu = r.u32()?;
-        let nu = r.count(nu.into(), 16)?;
-        let mut uuids = Vec::with_capacity(nu);
-        for _ in 0..nu {
-            uuids.push(u128::from_le_bytes(
-                r.take(16)?.try_into().expect("16 bytes"),
-            ));
-        }
-        let no = r.u32()?;
-        let no = r.count(no.into(), 4)?;
-        let mut others = Vec::with_capacity(no);
-        for _ in 0..no {
-            others.push(string(r.u32()?)?);
-        }
-        let entry = DocEntry {
-            key,
-            data_dir,
-            uuids,
-            others,
-        };
-        prior.docs.insert(id, (entry, AtomicBool::new(false)));
+        let start = at(&r);
+        let (name, _, _, len) = read_doc(&mut r).ok_or_else(short)?;
+        docs.push(Slot {
+            hash: name_hash(name),
+            at: start,
+            len: len as u32,
+        });
     }
-    let n = r.u64()?;
-    let n = r.count(n, 80)?;
-    prior.threads.reserve(n);
+    let n = r.u64().ok_or_else(short)?;
+    let mut threads = Vec::with_capacity(bound(n, &r)?);
     for _ in 0..n {
-        let rel: Box<str> = r.str()?.into();
-        let key = r.key()?;
-        let sha256: [u8; 32] = r.take(32)?.try_into().expect("32 bytes");
-        let has_checkpoint = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err("a flag is neither 0 nor 1".into()),
-        };
-        let session_id = match r.u8()? {
-            0 => None,
-            1 => Some(r.str()?.to_owned()),
-            _ => return Err("a flag is neither 0 nor 1".into()),
-        };
-        let entry = ThreadEntry {
-            key,
-            sha256,
-            session_id,
-            has_checkpoint,
-        };
-        prior.threads.insert(rel, (entry, AtomicBool::new(false)));
+        let start = at(&r);
+        let (name, _, _, len) = read_thread(&mut r).ok_or_else(short)?;
+        threads.push(Slot {
+            hash: name_hash(name),
+            at: start,
+            len: len as u32,
+        });
     }
     if !r.b.is_empty() {
         return Err("it has bytes after its last entry".into());
     }
-    Ok(prior)
+    docs.sort_by_key(|s| s.hash);
+    threads.sort_by_key(|s| s.hash);
+    let bits = (docs.len() + threads.len()).div_ceil(64);
+    Ok(Prior {
+        bytes,
+        others,
+        docs,
+        threads,
+        taken: (0..bits).map(|_| AtomicU64::new(0)).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -616,76 +744,138 @@ mod tests {
         }
     }
 
-    fn sample() -> (Identity, Vec<u8>) {
-        let identity = Identity {
-            canonical: b"/s".to_vec(),
-            volume: 7,
-            index: 8,
-        };
-        let others: BTreeSet<Arc<str>> = ["ses-a".into()].into();
-        let doc = DocEntry {
-            key: key(1),
-            data_dir: Some("/s/x/runtime".into()),
-            uuids: vec![3, 9],
-            others: vec!["ses-a".into(), "ses-gone".into()],
-        };
-        let thread = ThreadEntry {
-            key: key(2),
+    fn stat_of_key(k: Key) -> Stat {
+        Stat {
+            kind: EntryKind::File,
+            len: k.len,
+            mtime: k.mtime_ns / 1_000_000_000,
+            mtime_ns: k.mtime_ns,
+            ctime_ns: k.ctime_ns,
+            owner: fsroot::Owner::unknown(),
+            id: fsroot::FileId::from_parts(k.volume, k.index),
+            mode: 0o644,
+        }
+    }
+
+    fn stat(mtime_ns: i64, ctime_ns: i64) -> Stat {
+        stat_of_key(Key {
+            volume: 1,
+            index: 1,
+            len: 10,
+            mtime_ns,
+            ctime_ns,
+        })
+    }
+
+    /// A cache of S `root` holding one document `d1` and one thread record, saved in `dir`.
+    fn sample(dir: &Path, root: &Root) -> Vec<u8> {
+        let mut c = VerdictCache::open(dir, root, RACY_MARGIN_NS);
+        c.keep_changes_before(1_000);
+        c.set_others(["ses-a".to_owned()]);
+        c.keep_document(
+            "d1",
+            &stat_of_key(key(1)),
+            Some("/s/x/runtime".into()),
+            vec![3, 9],
+            vec!["ses-a".into()],
+        );
+        let digest = Digest {
+            bytes: 10,
             sha256: [4; 32],
-            session_id: Some("d1".into()),
-            has_checkpoint: true,
         };
-        let docs = [("d1", &doc)];
-        let threads = [("x/runtime/threads/t.json", &thread)];
-        let bytes = encode(&identity, &others, &docs, &threads);
-        (identity, bytes)
+        c.keep_thread(
+            "x/runtime/threads/t.json",
+            &stat_of_key(key(2)),
+            &digest,
+            Some("d1".into()),
+            true,
+        );
+        c.save().unwrap();
+        fsroot::read_standalone_file(c.file()).unwrap()
     }
 
     #[test]
-    fn what_is_written_reads_back_whole() {
-        let (identity, bytes) = sample();
-        let prior = decode(&bytes, &identity).unwrap();
-        assert_eq!(prior.others.len(), 1);
-        let d = &prior.docs["d1"].0;
+    fn what_is_written_reads_back_whole_and_is_kept_again_when_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let dir = tmp.path().join("cache");
+        sample(&dir, &root);
+        let mut c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        assert_eq!(c.ignored_because, None);
+        c.set_others(["ses-a".to_owned()]);
+        let d = c.document("d1", &stat_of_key(key(1))).unwrap();
         assert_eq!(
-            (d.key, d.data_dir.as_deref(), &d.uuids[..], d.others.len()),
-            (key(1), Some("/s/x/runtime"), &[3u128, 9][..], 1)
+            (d.data_dir.as_deref(), &d.uuids[..], d.others.len()),
+            (Some("/s/x/runtime"), &[3u128, 9][..], 1)
         );
-        let t = &prior.threads["x/runtime/threads/t.json"].0;
+        let t = c
+            .thread("x/runtime/threads/t.json", &stat_of_key(key(2)))
+            .unwrap();
         assert_eq!(
-            (t.key, t.sha256, t.session_id.as_deref(), t.has_checkpoint),
-            (key(2), [4; 32], Some("d1"), true)
+            (t.sha256, t.session_id.as_deref(), t.has_checkpoint),
+            ([4; 32], Some("d1"), true)
+        );
+        // Both taken: the next file holds both again; with no non-UUID id now, `ses-a` goes.
+        c.set_others(Vec::new());
+        c.save().unwrap();
+        let mut again = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        assert_eq!(again.stats().loaded, 2);
+        again.set_others(Vec::new());
+        let d = again.document("d1", &stat_of_key(key(1))).unwrap();
+        assert!(d.others.is_empty(), "{d:?}");
+        // Nothing taken: the next file is empty.
+        let c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        c.save().unwrap();
+        assert_eq!(
+            VerdictCache::open(&dir, &root, RACY_MARGIN_NS)
+                .stats()
+                .loaded,
+            0
         );
     }
 
     #[test]
     fn a_corrupt_truncated_foreign_or_other_version_cache_is_refused() {
-        let (identity, bytes) = sample();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let bytes = sample(&tmp.path().join("cache"), &root);
+        let identity = VerdictCache::open(tmp.path(), &root, 0).identity;
+        assert!(decode(bytes.clone(), &identity).is_ok());
         for i in [0, 20, bytes.len() / 2, bytes.len() - 1] {
             let mut b = bytes.clone();
             b[i] ^= 1;
-            assert!(decode(&b, &identity).is_err(), "byte {i} flipped");
+            assert!(decode(b, &identity).is_err(), "byte {i} flipped");
         }
         for n in [0, 31, 32, bytes.len() - 1] {
-            assert!(decode(&bytes[..n], &identity).is_err(), "cut to {n}");
+            assert!(
+                decode(bytes[..n].to_vec(), &identity).is_err(),
+                "cut to {n}"
+            );
         }
         let other = Identity {
-            index: 9,
+            index: identity.index + 1,
             ..identity.clone()
         };
         assert_eq!(
-            decode(&bytes, &other).unwrap_err(),
+            decode(bytes.clone(), &other).unwrap_err(),
             "it is for another directory"
         );
-        // Another version: the same layout with another version string and a valid checksum.
+        // Another version, or a truncated entry, behind a valid checksum.
+        let resum = |mut b: Vec<u8>| {
+            let sum = blake3::hash(&b);
+            b.extend_from_slice(sum.as_bytes());
+            b
+        };
         let mut b = bytes[..bytes.len() - 32].to_vec();
-        let at = MAGIC.len() + 4 + 4;
-        b[at] ^= 1;
-        let sum = blake3::hash(&b);
-        b.extend_from_slice(sum.as_bytes());
-        assert!(decode(&b, &identity)
+        b[MAGIC.len() + 4 + 4] ^= 1;
+        assert!(decode(resum(b), &identity)
             .unwrap_err()
             .starts_with("it was written by doctor"));
+        let b = bytes[..bytes.len() - 33].to_vec();
+        assert_eq!(
+            decode(resum(b), &identity).unwrap_err(),
+            "it ends early or an entry does not parse"
+        );
     }
 
     #[test]
@@ -698,17 +888,16 @@ mod tests {
         let mut b = Vec::new();
         b.extend_from_slice(MAGIC);
         b.extend_from_slice(&FORMAT.to_le_bytes());
-        let v = env!("CARGO_PKG_VERSION").as_bytes();
-        b.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        b.extend_from_slice(v);
-        b.extend_from_slice(&0u32.to_le_bytes());
+        put_bytes32(&mut b, env!("CARGO_PKG_VERSION").as_bytes());
+        put_bytes32(&mut b, b"");
         b.extend_from_slice(&0u64.to_le_bytes());
         b.extend_from_slice(&0u64.to_le_bytes());
-        b.extend_from_slice(&u32::MAX.to_le_bytes()); // the string table's count
+        b.extend_from_slice(&0u32.to_le_bytes()); // no others
+        b.extend_from_slice(&u64::MAX.to_le_bytes()); // the documents' count
         let sum = blake3::hash(&b);
         b.extend_from_slice(sum.as_bytes());
         assert_eq!(
-            decode(&b, &identity).unwrap_err(),
+            decode(b, &identity).unwrap_err(),
             "a count exceeds the file"
         );
     }
@@ -723,19 +912,6 @@ mod tests {
         assert!(found.contains(&0x5e2f3b1c_0a4d_4c8e_9f10_6b7d8e9fa0b1));
     }
 
-    fn stat(mtime_ns: i64, ctime_ns: i64) -> Stat {
-        Stat {
-            kind: EntryKind::File,
-            len: 10,
-            mtime: mtime_ns / 1_000_000_000,
-            mtime_ns,
-            ctime_ns,
-            owner: fsroot::Owner::unknown(),
-            id: fsroot::FileId::from_parts(1, 1),
-            mode: 0o644,
-        }
-    }
-
     #[test]
     fn a_file_changed_at_or_after_the_scan_began_is_racily_clean_and_not_kept() {
         let tmp = tempfile::tempdir().unwrap();
@@ -745,11 +921,23 @@ mod tests {
         cache.keep_document("old", &stat(999, 999), None, Vec::new(), Vec::new());
         cache.keep_document("mtime", &stat(1_000, 999), None, Vec::new(), Vec::new());
         cache.keep_document("ctime", &stat(999, 1_000), None, Vec::new(), Vec::new());
-        let kept: Vec<_> = lock(&cache.next_docs)
-            .iter()
-            .map(|(id, _)| id.to_string())
-            .collect();
-        assert_eq!(kept, ["old"]);
+        assert_eq!(lock(&cache.fresh_docs).1, 1);
+        cache.save().unwrap();
+        let again = VerdictCache::open(&tmp.path().join("cache"), &root, RACY_MARGIN_NS);
+        assert!(again.document("old", &stat(999, 999)).is_some());
+    }
+
+    #[test]
+    fn an_entry_too_long_for_the_format_is_not_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let mut cache = VerdictCache::open(&tmp.path().join("cache"), &root, RACY_MARGIN_NS);
+        cache.keep_changes_before(1_000);
+        let long: Arc<str> = "x".repeat(70_000).into();
+        cache.keep_document("d", &stat(5, 5), Some(long), Vec::new(), Vec::new());
+        cache.keep_document("e", &stat(5, 5), None, (0..300).collect(), Vec::new());
+        assert_eq!(lock(&cache.fresh_docs).1, 0);
+        assert!(lock(&cache.fresh_docs).0.is_empty());
     }
 
     #[test]
@@ -774,6 +962,7 @@ mod tests {
         let mut moved = stat(5, 5);
         moved.id = fsroot::FileId::from_parts(1, 2);
         assert!(second.document("d", &moved).is_none(), "inode differs");
+        assert!(second.document("e", &stat(5, 5)).is_none(), "another name");
         // An id the previous run did not match its text against: the document is read again.
         second.set_others(["ses-a".to_owned(), "ses-b".to_owned()]);
         assert!(second.document("d", &stat(5, 5)).is_none());
@@ -781,7 +970,7 @@ mod tests {
             second.stats(),
             CacheStats {
                 hits: 1,
-                misses: 5,
+                misses: 6,
                 loaded: 1
             }
         );
