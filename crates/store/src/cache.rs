@@ -577,15 +577,30 @@ fn utf8(b: &[u8]) -> Option<&str> {
     std::str::from_utf8(b).ok()
 }
 
-/// The document entry at the start of `b`: its name, key and verdict.
-fn parse_doc(b: &[u8]) -> Option<(&[u8], Key, DocEntry)> {
-    let mut r = Reader { b };
-    let (name, key, entry, _) = read_doc(&mut r)?;
+/// What a reader of one entry gives: its name, key, verdict and length in bytes.
+type Read<'a, E> = Option<(&'a [u8], Key, E, usize)>;
+
+/// The entry at the start of `b`, read by `read`: its name, key and verdict.
+fn parse<'a, E>(
+    b: &'a [u8],
+    read: fn(&mut Reader<'a>) -> Read<'a, E>,
+) -> Option<(&'a [u8], Key, E)> {
+    let (name, key, entry, _) = read(&mut Reader { b })?;
     Some((name, key, entry))
 }
 
+/// The document entry at the start of `b`.
+fn parse_doc(b: &[u8]) -> Option<(&[u8], Key, DocEntry)> {
+    parse(b, read_doc)
+}
+
+/// The thread entry at the start of `b`.
+fn parse_thread(b: &[u8]) -> Option<(&[u8], Key, ThreadEntry)> {
+    parse(b, read_thread)
+}
+
 /// Reads one document entry from `r`, and how many bytes it took.
-fn read_doc<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], Key, DocEntry, usize)> {
+fn read_doc<'a>(r: &mut Reader<'a>) -> Read<'a, DocEntry> {
     let before = r.b.len();
     let name = r.str16()??;
     let key = r.key()?;
@@ -613,14 +628,8 @@ fn read_doc<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], Key, DocEntry, usize)> 
     Some((name, key, entry, before - r.b.len()))
 }
 
-/// The thread entry at the start of `b`: its path, key and verdict.
-fn parse_thread(b: &[u8]) -> Option<(&[u8], Key, ThreadEntry)> {
-    let mut r = Reader { b };
-    let (name, key, entry, _) = read_thread(&mut r)?;
-    Some((name, key, entry))
-}
-
-fn read_thread<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], Key, ThreadEntry, usize)> {
+/// Reads one thread entry from `r`, and how many bytes it took.
+fn read_thread<'a>(r: &mut Reader<'a>) -> Read<'a, ThreadEntry> {
     let before = r.b.len();
     let name = r.str16()??;
     let key = r.key()?;
@@ -1016,20 +1025,26 @@ mod scan_tests {
         (inv, c.stats())
     }
 
-    fn plain(s: &Path) -> Inventory {
-        crate::scan(&Root::open(s).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn an_unchanged_store_is_judged_from_the_cache_and_a_changed_file_is_read_again() {
+    /// A copy of the demo store in `<tmp>/S`, a moment old, and `<tmp>/cache`.
+    fn demo_copy() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let s = tmp.path().join("S");
         copy_tree(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo"),
             &s,
         );
-        let cache = tmp.path().join("cache");
         std::thread::sleep(std::time::Duration::from_millis(30));
+        let cache = tmp.path().join("cache");
+        (tmp, s, cache)
+    }
+
+    fn plain(s: &Path) -> Inventory {
+        crate::scan(&Root::open(s).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn an_unchanged_store_is_judged_from_the_cache_and_a_changed_file_is_read_again() {
+        let (_tmp, s, cache) = demo_copy();
 
         // With the default margin, files written a moment ago are not kept: racily clean.
         let (_, first) = scan(&s, &cache, RACY_MARGIN_NS);
@@ -1062,14 +1077,7 @@ mod scan_tests {
 
     #[test]
     fn a_corrupt_cache_is_ignored_and_replaced() {
-        let tmp = tempfile::tempdir().unwrap();
-        let s = tmp.path().join("S");
-        copy_tree(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo"),
-            &s,
-        );
-        let cache = tmp.path().join("cache");
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        let (_tmp, s, cache) = demo_copy();
         scan(&s, &cache, 10_000_000);
         let root = Root::open(&s).unwrap();
         let file = VerdictCache::open(&cache, &root, 0).file().to_path_buf();
