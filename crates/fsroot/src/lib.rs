@@ -97,8 +97,9 @@ pub struct Stat {
     pub mtime: i64,
     /// Modification time, nanoseconds since the Unix epoch (as precise as the filesystem).
     pub mtime_ns: i64,
-    /// Status-change time (`st_ctime`: any write, chmod, link or rename of the inode; it cannot
-    /// be set back), nanoseconds since the Unix epoch. On Windows, the creation time.
+    /// Status-change time, nanoseconds since the Unix epoch: `st_ctime` on Unix (any write,
+    /// chmod, link or rename of the inode moves it, and it cannot be set back); NTFS's change
+    /// time on Windows. `0` where the filesystem keeps none (FAT, exFAT).
     pub ctime_ns: i64,
     /// Who owns it.
     pub owner: Owner,
@@ -265,7 +266,8 @@ fn rename_noreplace(
     to_name: &std::ffi::OsStr,
     fallback: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    match from.rename_noreplace(from_name, to, to_name) {
+    // Only the rename itself is tried again: a fallback's steps are not all safe to repeat.
+    match retry_transient(|| from.rename_noreplace(from_name, to, to_name)) {
         Err(e) if e.kind() == std::io::ErrorKind::Unsupported => fallback(),
         r => r,
     }
@@ -731,6 +733,26 @@ impl HeldDir<'_> {
         Ok((self.root.read_opened(f, m.len, &p)?, stat_of(&m)))
     }
 
+    /// The [`Stat`] of `name` as a read of it would meet it. On Windows the file is opened for
+    /// reading, so a handle of another process without read sharing refuses it as it refuses
+    /// the read (a byte-range lock does not). On Unix it is looked at, as by
+    /// [`HeldDir::stat`]: a file that can no longer be opened has had its mode or ACL changed,
+    /// which moves its ctime. `Ok(None)` when nothing is there; a directory or another
+    /// non-file gives its own stat.
+    pub fn stat_for_read(&self, name: &std::ffi::OsStr) -> Result<Option<Stat>> {
+        if !cfg!(windows) {
+            return self.stat(name);
+        }
+        let p = self.child(name)?;
+        match self.dir.open_file(name, &FileOpts::read()) {
+            Ok(f) => sys::file_meta(&f)
+                .map(|m| Some(stat_of(&m)))
+                .map_err(|e| self.root.err("inspect", &p, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.root.err("inspect", &p, e)),
+        }
+    }
+
     /// The [`Stat`] of `name` in this directory (never followed), `Ok(None)` when nothing is
     /// there, as [`Root::stat`] gives it.
     pub fn stat(&self, name: &std::ffi::OsStr) -> Result<Option<Stat>> {
@@ -954,13 +976,11 @@ impl WritableRoot {
                 .map_err(|e| self.err("rename into place", &p, e));
             }
             fault::mutation("create in place", &p, || {
-                retry_transient(|| {
-                    rename_noreplace(&dir, &tmp_name, &dir, &name, || {
-                        // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also
-                        // fails on an existing name; then the temporary name goes.
-                        dir.hard_link(&tmp_name, &dir, &name)?;
-                        fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
-                    })
+                rename_noreplace(&dir, &tmp_name, &dir, &name, || {
+                    // Where the filesystem has no `RENAME_NOREPLACE`: a hard link also fails on
+                    // an existing name; then the temporary name goes.
+                    dir.hard_link(&tmp_name, &dir, &name)?;
+                    fault::mutation("delete", &tmp, || dir.remove_file(&tmp_name))
                 })
             })
             .map_err(|e| {
@@ -1083,11 +1103,9 @@ impl WritableRoot {
             Err(e) => return Err(self.err("inspect", &t, e)),
         }
         fault::mutation("move", &f, || {
-            retry_transient(|| {
-                rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
-                    // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
-                    from_dir.rename_replace(&from_name, &to_dir, to_name)
-                })
+            rename_noreplace(&from_dir, &from_name, &to_dir, to_name, || {
+                // Where the filesystem has no `RENAME_NOREPLACE`: the check above stands.
+                from_dir.rename_replace(&from_name, &to_dir, to_name)
             })
         })
         .map_err(|e| {
@@ -1317,10 +1335,12 @@ pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn replace_private_file(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let (parent, name) = split_file_path(path).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(&parent)?;
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let tmp = parent.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}-{}.tmp",
         name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
     ));
     let write = || -> std::io::Result<()> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);

@@ -52,8 +52,10 @@ pub struct Key {
 }
 
 impl Key {
+    /// The key of a regular file; `None` where the filesystem keeps no change time (the
+    /// mtime alone can be set back, so nothing is kept or taken there).
     fn of(s: &Stat) -> Option<Key> {
-        (s.kind == EntryKind::File).then_some(Key {
+        (s.kind == EntryKind::File && s.ctime_ns != 0).then_some(Key {
             volume: s.id.volume(),
             index: s.id.index(),
             len: s.len,
@@ -930,6 +932,8 @@ mod tests {
         cache.keep_document("old", &stat(999, 999), None, Vec::new(), Vec::new());
         cache.keep_document("mtime", &stat(1_000, 999), None, Vec::new(), Vec::new());
         cache.keep_document("ctime", &stat(999, 1_000), None, Vec::new(), Vec::new());
+        // No change time (FAT): the mtime alone can be set back, so nothing is kept.
+        cache.keep_document("no-ctime", &stat(999, 0), None, Vec::new(), Vec::new());
         assert_eq!(lock(&cache.fresh_docs).1, 1);
         cache.save().unwrap();
         let again = VerdictCache::open(&tmp.path().join("cache"), &root, RACY_MARGIN_NS);

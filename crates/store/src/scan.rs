@@ -523,7 +523,7 @@ fn scan_document(
 ) -> (Document, Option<Box<Extra>>) {
     let file = format!("{id}.json");
     if let Some((c, top)) = cache {
-        if let Ok(Some(stat)) = top.stat(file.as_ref()) {
+        if let Ok(Some(stat)) = top.stat_for_read(file.as_ref()) {
             if let Some(e) = c.document(id, &stat) {
                 let mut state = DocState::Readable {
                     data_dir: e.data_dir.clone(),
@@ -1267,7 +1267,7 @@ fn scan_threads(
                 });
             };
             let rel = format!("{dir}/{name}");
-            if let Ok(Some(stat)) = held.stat(name.as_ref()) {
+            if let Ok(Some(stat)) = held.stat_for_read(name.as_ref()) {
                 if let Some(e) = c.thread(&rel, &stat) {
                     return Ok(Thread {
                         id: tid.clone(),

@@ -709,7 +709,7 @@ fn handle_info(handle: BorrowedHandle<'_>) -> io::Result<BY_HANDLE_FILE_INFORMAT
 
 /// The [`Meta`] of an open handle, its `ctime_ns` the NTFS change time (`ChangeTime` of
 /// `FILE_BASIC_INFO`: any write or attribute change moves it, as `st_ctime` on Unix) where the
-/// filesystem gives one, else the creation time.
+/// filesystem gives one, else 0 (FAT and exFAT keep none).
 fn handle_meta(handle: BorrowedHandle<'_>) -> io::Result<Meta> {
     let mut meta = meta_of(&handle_info(handle)?);
     let mut basic = FILE_BASIC_INFO::default();
@@ -766,8 +766,8 @@ fn meta_of(info: &BY_HANDLE_FILE_INFORMATION) -> Meta {
         len: (u64::from(info.nFileSizeHigh) << 32) | u64::from(info.nFileSizeLow),
         mtime: write_time.div_euclid(10_000_000) - FILETIME_UNIX_OFFSET,
         mtime_ns: filetime_ns(write_time),
-        // No change time in this structure: the creation time until `handle_meta` reads it.
-        ctime_ns: filetime_ns(filetime(&info.ftCreationTime)),
+        // No change time in this structure: `handle_meta` reads it, where there is one.
+        ctime_ns: 0,
         nlink: u64::from(info.nNumberOfLinks),
         id: crate::FileId::from_parts(
             u64::from(info.dwVolumeSerialNumber),

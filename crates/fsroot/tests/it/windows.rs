@@ -222,3 +222,30 @@ fn a_rename_refused_while_a_reader_holds_the_file_for_a_moment_is_tried_again() 
     drop(root);
     tmp.close().unwrap();
 }
+
+#[test]
+fn a_file_held_without_read_sharing_can_be_looked_at_but_not_stat_for_read() {
+    use std::os::windows::fs::OpenOptionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.write_atomic(p("doc.json"), b"{}").unwrap();
+    let held = root.hold_dir(p("")).unwrap();
+    let st = held.stat_for_read("doc.json".as_ref()).unwrap().unwrap();
+    assert_eq!(st.len, 2);
+    assert_ne!(st.ctime_ns, 0, "NTFS gives a change time");
+    // No sharing at all: a read would be refused (32), so the stat a cache hit relies on is.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(0)
+        .open(tmp.path().join("doc.json"))
+        .unwrap();
+    assert!(held.stat("doc.json".as_ref()).unwrap().is_some());
+    let e = held.stat_for_read("doc.json".as_ref()).unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert!(held.read("doc.json".as_ref()).is_err());
+    drop(f);
+    assert!(held.stat_for_read("doc.json".as_ref()).unwrap().is_some());
+    drop(held);
+    drop(root);
+    tmp.close().unwrap();
+}
