@@ -282,11 +282,32 @@ const RENAME_ATTEMPTS: u32 = 6;
 /// [`RENAME_ATTEMPTS`] times. A rename refused with access denied, a sharing or a lock
 /// violation (a scanner, an indexer or a reader without delete sharing holds a file for a
 /// moment) did nothing, so trying it again is safe.
-fn retry_transient(mut rename: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+fn retry_transient(rename: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+    retry_while(sys::is_transient, rename)
+}
+
+/// Removes the directory `name` of `dir`, waiting as the transient renames do while Windows
+/// says it is not empty: a file deleted in it stays until the last handle to it is closed
+/// (a scan reading it, the app's or the doctor's), as std's `remove_dir_all` waits for it.
+/// Removing a directory never removes what is in it, so trying again is safe; on Unix a
+/// directory that is not empty is an answer.
+fn remove_dir_waiting(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    retry_while(
+        |e| sys::DELETES_CAN_PEND && e.kind() == std::io::ErrorKind::DirectoryNotEmpty,
+        || dir.remove_dir(name),
+    )
+}
+
+/// Runs `op` until it succeeds, fails with an error `passes` does not accept, or has been
+/// tried [`RENAME_ATTEMPTS`] times, 10·2ⁿ ms apart.
+fn retry_while(
+    passes: impl Fn(&std::io::Error) -> bool,
+    mut op: impl FnMut() -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut attempt = 1;
     loop {
-        match rename() {
-            Err(e) if sys::is_transient(&e) && attempt < RENAME_ATTEMPTS => {
+        match op() {
+            Err(e) if passes(&e) && attempt < RENAME_ATTEMPTS => {
                 std::thread::sleep(std::time::Duration::from_millis(10 << (attempt - 1)));
                 attempt += 1;
             }
@@ -1183,8 +1204,10 @@ impl WritableRoot {
         }
         let dir = self.open_checked(&parent, &name, &meta, &p)?;
         let freed = self.remove_contents(dir, &p, mount)?;
-        fault::mutation("delete directory", &p, || parent.remove_dir(&name))
-            .map_err(|e| self.err("delete directory", &p, e))?;
+        fault::mutation("delete directory", &p, || {
+            remove_dir_waiting(&parent, &name)
+        })
+        .map_err(|e| self.err("delete directory", &p, e))?;
         Ok(freed)
     }
 
@@ -1211,7 +1234,7 @@ impl WritableRoot {
                 if let Some(parent) = stack.last() {
                     drop(done.dir);
                     fault::mutation("delete directory", &done.at, || {
-                        parent.dir.remove_dir(&done.name)
+                        remove_dir_waiting(&parent.dir, &done.name)
                     })
                     .map_err(|e| self.err("delete directory", &done.at, e))?;
                 }

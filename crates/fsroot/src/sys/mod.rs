@@ -49,6 +49,8 @@
 //! - `DELETE_CAN_BE_REFUSED` and `Dir::delete_refused(name, is_dir)`: whether another
 //!   process's open can make a delete fail, and whether one does for the entry now (Windows: a
 //!   handle opened without `FILE_SHARE_DELETE`, a sharing violation; never on Unix).
+//! - `DELETES_CAN_PEND`: whether a deleted file can stay in its directory while another handle
+//!   to it is open (Windows), so that removing the directory waits for it.
 
 use std::ffi::{OsStr, OsString};
 use std::io;

@@ -330,6 +330,9 @@ pub(crate) fn is_link_error(e: &io::Error) -> bool {
 /// No open of another process makes a delete fail on Unix.
 pub(crate) const DELETE_CAN_BE_REFUSED: bool = false;
 
+/// An unlink removes the name at once on Unix, whoever holds the file.
+pub(crate) const DELETES_CAN_PEND: bool = false;
+
 pub(crate) fn is_transient(_: &io::Error) -> bool {
     false
 }

@@ -425,6 +425,10 @@ impl Dir {
 /// Another process's handle without `FILE_SHARE_DELETE` makes a delete fail on Windows.
 pub(crate) const DELETE_CAN_BE_REFUSED: bool = true;
 
+/// A file deleted while another handle to it is open stays in its directory until that handle
+/// is closed (delete pending), so the directory is not empty for a moment.
+pub(crate) const DELETES_CAN_PEND: bool = true;
+
 /// The [`Meta`] of an opened file.
 pub(crate) fn file_meta(f: &File) -> io::Result<Meta> {
     handle_meta(f.as_handle())

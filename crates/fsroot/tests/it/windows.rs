@@ -249,3 +249,27 @@ fn a_file_held_without_read_sharing_can_be_looked_at_but_not_stat_for_read() {
     drop(root);
     tmp.close().unwrap();
 }
+
+#[test]
+fn a_tree_whose_file_another_handle_still_holds_is_removed_once_it_is_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = WritableRoot::open(tmp.path()).unwrap();
+    root.write_atomic(p("s/threads/t.json"), b"{}").unwrap();
+    // A reader with full sharing (std's default, as a scan opens): the delete of the file
+    // succeeds but leaves it pending until this handle is closed, 60 ms later.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = tmp.path().join("s/threads/t.json");
+    let reader = std::thread::spawn(move || {
+        let f = std::fs::File::open(&path).unwrap();
+        tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        drop(f);
+    });
+    rx.recv().unwrap();
+    let removed = root.remove_tree(p("s/threads"));
+    reader.join().unwrap();
+    removed.unwrap_or_else(|e| panic!("the removal did not wait for the pending delete: {e}"));
+    assert!(root.stat(p("s/threads")).unwrap().is_none());
+    drop(root);
+    tmp.close().unwrap();
+}
