@@ -1350,11 +1350,11 @@ pub fn write_standalone_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Replaces `path`, a file outside every store that only the doctor reads back, and checks when
-/// it does (the verdict cache), with the concatenation of `parts`: its parents are created, the
-/// bytes go to a temporary file beside
-/// it named for this process, which is renamed over it, so a reader meets the old file or the
-/// new one. Not synced, and neither a fault point nor a traced mutation: it is no part of any
-/// store, and a file a crash left torn fails the reader's check.
+/// it does (the verdict cache), with the concatenation of `parts`. Its parents are created; the
+/// bytes go to a temporary file beside it, named for this process and write and created new
+/// (nothing already at that name is opened or removed), which is renamed over it, so a reader
+/// meets the old file or the new one. Not synced, and neither a fault point nor a traced
+/// mutation: it is no part of any store, and a file a crash left torn fails the reader's check.
 pub fn replace_private_file(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let (parent, name) = split_file_path(path).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(&parent)?;
@@ -1365,8 +1365,13 @@ pub fn replace_private_file(path: &Path, parts: &[&[u8]]) -> std::io::Result<()>
         std::process::id(),
         WRITES.fetch_add(1, Ordering::Relaxed)
     ));
+    // Created new: a name already there (a link someone left) is never opened or removed.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
     let write = || -> std::io::Result<()> {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let mut f = std::io::BufWriter::new(f);
         for part in parts {
             f.write_all(part)?;
         }

@@ -323,12 +323,9 @@ impl VerdictCache {
             uuids,
             others,
         };
-        let mut out = Vec::with_capacity(128);
-        if encode_doc(&mut out, id, &key, &entry, None) {
-            let mut fresh = lock(&self.fresh_docs);
-            fresh.0.extend_from_slice(&out);
-            fresh.1 += 1;
-        }
+        push(&self.fresh_docs, |out| {
+            encode_doc(out, id, &key, &entry, None)
+        });
     }
 
     /// Keeps the verdict of the current-schema thread record at `rel`.
@@ -348,12 +345,9 @@ impl VerdictCache {
             session_id,
             has_checkpoint,
         };
-        let mut out = Vec::with_capacity(160);
-        if encode_thread(&mut out, rel, &key, &entry) {
-            let mut fresh = lock(&self.fresh_threads);
-            fresh.0.extend_from_slice(&out);
-            fresh.1 += 1;
-        }
+        push(&self.fresh_threads, |out| {
+            encode_thread(out, rel, &key, &entry)
+        });
     }
 
     /// Writes what this scan kept, atomically, creating the cache directory: the entries it
@@ -418,6 +412,15 @@ impl VerdictCache {
         parts.push(sum.as_bytes());
         fsroot::replace_private_file(&self.file, &parts)
             .map_err(|e| format!("cannot write {}: {e}", self.file.display()))
+    }
+}
+
+/// Appends one entry to the serialized entries of `fresh` with `encode`, and counts it when it
+/// fit the format (`encode` leaves the bytes as they were when it did not).
+fn push(fresh: &Mutex<(Vec<u8>, u64)>, encode: impl FnOnce(&mut Vec<u8>) -> bool) {
+    let mut fresh = lock(fresh);
+    if encode(&mut fresh.0) {
+        fresh.1 += 1;
     }
 }
 

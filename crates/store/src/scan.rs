@@ -521,51 +521,47 @@ fn scan_document(
     bindings: &Bindings,
     cache: Option<(&VerdictCache, &fsroot::HeldDir<'_>)>,
 ) -> (Document, Option<Box<Extra>>) {
-    let file = format!("{id}.json");
-    if let Some((c, top)) = cache {
-        if let Ok(Some(stat)) = top.stat_for_read(file.as_ref()) {
-            if let Some(e) = c.document(id, &stat) {
-                let mut state = DocState::Readable {
-                    data_dir: e.data_dir.clone(),
+    let file = || format!("{id}.json");
+    let hit = cache.and_then(|(c, top)| {
+        let stat = top.stat_for_read(file().as_ref()).ok()??;
+        c.document(id, &stat)
+    });
+    let (mut state, named, err) = if let Some(e) = hit {
+        let state = DocState::Readable {
+            data_dir: e.data_dir,
+        };
+        (state, names.named_from(&e.uuids, &e.others), None)
+    } else {
+        let read = match cache {
+            Some((_, top)) => top
+                .read_with_stat(file().as_ref())
+                .map(|(b, s)| (b, Some(s))),
+            None => root.read(Path::new(path)).map(|b| (b, None)),
+        };
+        match read {
+            Ok((bytes, stat)) => {
+                let state = judge_document(id, &bytes);
+                let named = if state.is_known() {
+                    names.named(&bytes)
+                } else {
+                    BTreeSet::new()
                 };
-                bindings.share(&mut state);
-                let named = names.named_from(&e.uuids, &e.others);
-                let doc = Document {
-                    id: id.to_owned(),
-                    state,
-                };
-                let extra = (!named.is_empty()).then(|| Box::new(Extra { named, err: None }));
-                return (doc, extra);
+                if let (Some((c, _)), Some(stat), DocState::Readable { data_dir }) =
+                    (cache, stat, &state)
+                {
+                    let others = names.others_among(&named);
+                    c.keep_document(id, &stat, data_dir.clone(), uuid_windows(&bytes), others);
+                }
+                (state, named, None)
             }
+            Err(e) => (
+                DocState::Inaccessible,
+                BTreeSet::new(),
+                Some(Problem::from(&e)),
+            ),
         }
-    }
-    let read = match cache {
-        Some((_, top)) => top.read_with_stat(file.as_ref()).map(|(b, s)| (b, Some(s))),
-        None => root.read(Path::new(path)).map(|b| (b, None)),
     };
-    let (state, named, err) = match read {
-        Ok((bytes, stat)) => {
-            let mut state = judge_document(id, &bytes);
-            bindings.share(&mut state);
-            let named = if state.is_known() {
-                names.named(&bytes)
-            } else {
-                BTreeSet::new()
-            };
-            if let (Some((c, _)), Some(stat), DocState::Readable { data_dir }) =
-                (cache, stat, &state)
-            {
-                let others = names.others_among(&named);
-                c.keep_document(id, &stat, data_dir.clone(), uuid_windows(&bytes), others);
-            }
-            (state, named, None)
-        }
-        Err(e) => (
-            DocState::Inaccessible,
-            BTreeSet::new(),
-            Some(Problem::from(&e)),
-        ),
-    };
+    bindings.share(&mut state);
     let doc = Document {
         id: id.to_owned(),
         state,
@@ -1256,45 +1252,41 @@ fn scan_threads(
         .par_iter()
         .map(|tid| {
             let name = format!("{tid}.json");
-            let Some(c) = cache else {
-                let bytes = held.read(name.as_ref()).map_err(|e| Problem::from(&e))?;
+            // The cache, and the record's path it keys.
+            let cached = cache.map(|c| (c, format!("{dir}/{name}")));
+            let hit = cached.as_ref().and_then(|(c, rel)| {
+                let stat = held.stat_for_read(name.as_ref()).ok()??;
+                c.thread(rel, &stat).map(|e| (stat, e))
+            });
+            if let Some((stat, e)) = hit {
                 return Ok(Thread {
                     id: tid.clone(),
-                    digest: crate::Digest::of(&bytes),
-                    state: judge_thread(tid, &bytes),
+                    digest: crate::Digest {
+                        bytes: stat.len,
+                        sha256: e.sha256,
+                    },
+                    state: ThreadState::Current {
+                        session_id: e.session_id,
+                        has_checkpoint: e.has_checkpoint,
+                    },
                     recovery: None,
                     unbound_digest: None,
                 });
-            };
-            let rel = format!("{dir}/{name}");
-            if let Ok(Some(stat)) = held.stat_for_read(name.as_ref()) {
-                if let Some(e) = c.thread(&rel, &stat) {
-                    return Ok(Thread {
-                        id: tid.clone(),
-                        digest: crate::Digest {
-                            bytes: stat.len,
-                            sha256: e.sha256,
-                        },
-                        state: ThreadState::Current {
-                            session_id: e.session_id.clone(),
-                            has_checkpoint: e.has_checkpoint,
-                        },
-                        recovery: None,
-                        unbound_digest: None,
-                    });
-                }
             }
             let (bytes, stat) = held
                 .read_with_stat(name.as_ref())
                 .map_err(|e| Problem::from(&e))?;
             let digest = crate::Digest::of(&bytes);
             let state = judge_thread(tid, &bytes);
-            if let ThreadState::Current {
-                session_id,
-                has_checkpoint,
-            } = &state
+            if let (
+                Some((c, rel)),
+                ThreadState::Current {
+                    session_id,
+                    has_checkpoint,
+                },
+            ) = (&cached, &state)
             {
-                c.keep_thread(&rel, &stat, &digest, session_id.clone(), *has_checkpoint);
+                c.keep_thread(rel, &stat, &digest, session_id.clone(), *has_checkpoint);
             }
             Ok(Thread {
                 id: tid.clone(),

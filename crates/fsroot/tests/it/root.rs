@@ -492,3 +492,18 @@ fn remove_tree_refuses_a_directory_that_is_a_mount_point() {
         "nothing of the mounted directory is deleted"
     );
 }
+
+#[test]
+fn a_private_file_is_replaced_whole_in_a_created_directory_with_no_temporary_file_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("cache/doctor/x.cache");
+    fsroot::replace_private_file(&path, &[b"ab", b"", b"cd"]).unwrap();
+    assert_eq!(fsroot::read_standalone_file(&path).unwrap(), b"abcd");
+    fsroot::replace_private_file(&path, &[b"e"]).unwrap();
+    assert_eq!(fsroot::read_standalone_file(&path).unwrap(), b"e");
+    let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["x.cache"]);
+}
