@@ -533,6 +533,8 @@ fn encode_thread(out: &mut Vec<u8>, rel: &str, key: &Key, e: &ThreadEntry) -> bo
 
 struct Reader<'a> {
     b: &'a [u8],
+    /// How many bytes were taken so far.
+    offset: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -542,6 +544,7 @@ impl<'a> Reader<'a> {
         }
         let (head, rest) = self.b.split_at(n);
         self.b = rest;
+        self.offset += n;
         Some(head)
     }
     fn u8(&mut self) -> Option<u8> {
@@ -590,7 +593,7 @@ fn parse<'a, E>(
     b: &'a [u8],
     read: fn(&mut Reader<'a>) -> Read<'a, E>,
 ) -> Option<(&'a [u8], Key, E)> {
-    let (name, key, entry, _) = read(&mut Reader { b })?;
+    let (name, key, entry, _) = read(&mut Reader { b, offset: 0 })?;
     Some((name, key, entry))
 }
 
@@ -656,6 +659,35 @@ fn read_thread<'a>(r: &mut Reader<'a>) -> Read<'a, ThreadEntry> {
     Some((name, key, entry, before - r.b.len()))
 }
 
+/// The refusal of a cache cut short, or with an entry that does not parse.
+fn short() -> String {
+    "it ends early or an entry does not parse".into()
+}
+
+/// Reads a count, then that many entries with `read`, into their slots, sorted by hash. Each entry
+/// takes at least 45 bytes: a count beyond the rest of the file is refused before allocating.
+fn index<'a, E>(
+    r: &mut Reader<'a>,
+    read: fn(&mut Reader<'a>) -> Read<'a, E>,
+) -> Result<Vec<Slot>, String> {
+    let n = r.u64().ok_or_else(short)?;
+    if n.saturating_mul(45) > r.b.len() as u64 {
+        return Err("a count exceeds the file".into());
+    }
+    let mut slots = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let at = r.offset;
+        let (name, _, _, len) = read(r).ok_or_else(short)?;
+        slots.push(Slot {
+            hash: name_hash(name),
+            at: at as u32,
+            len: len as u32,
+        });
+    }
+    slots.sort_by_key(|s| s.hash);
+    Ok(slots)
+}
+
 /// Checks `bytes` as a cache of `identity` and indexes its entries, each parsed once to check
 /// it and find its end.
 fn decode(bytes: Vec<u8>, identity: &Identity) -> Result<Prior, String> {
@@ -669,8 +701,7 @@ fn decode(bytes: Vec<u8>, identity: &Identity) -> Result<Prior, String> {
     if blake3::hash(body).as_bytes() != sum {
         return Err("its checksum does not match (corrupt)".into());
     }
-    let short = || "it ends early or an entry does not parse".to_string();
-    let mut r = Reader { b: body };
+    let mut r = Reader { b: body, offset: 0 };
     if r.take(MAGIC.len()).ok_or_else(short)? != MAGIC {
         return Err("it is not a verdict cache".into());
     }
@@ -698,42 +729,11 @@ fn decode(bytes: Vec<u8>, identity: &Identity) -> Result<Prior, String> {
         let o = utf8(r.bytes32().ok_or_else(short)?).ok_or_else(short)?;
         others.insert(Arc::from(o));
     }
-    let at = |r: &Reader<'_>| (body_len - r.b.len()) as u32;
-    let n = r.u64().ok_or_else(short)?;
-    // Each entry takes at least 45 bytes: a count beyond the file is refused before allocating.
-    let bound = |n: u64, r: &Reader<'_>| {
-        if n.saturating_mul(45) > r.b.len() as u64 {
-            Err("a count exceeds the file".to_string())
-        } else {
-            Ok(n as usize)
-        }
-    };
-    let mut docs = Vec::with_capacity(bound(n, &r)?);
-    for _ in 0..n {
-        let start = at(&r);
-        let (name, _, _, len) = read_doc(&mut r).ok_or_else(short)?;
-        docs.push(Slot {
-            hash: name_hash(name),
-            at: start,
-            len: len as u32,
-        });
-    }
-    let n = r.u64().ok_or_else(short)?;
-    let mut threads = Vec::with_capacity(bound(n, &r)?);
-    for _ in 0..n {
-        let start = at(&r);
-        let (name, _, _, len) = read_thread(&mut r).ok_or_else(short)?;
-        threads.push(Slot {
-            hash: name_hash(name),
-            at: start,
-            len: len as u32,
-        });
-    }
+    let docs = index(&mut r, read_doc)?;
+    let threads = index(&mut r, read_thread)?;
     if !r.b.is_empty() {
         return Err("it has bytes after its last entry".into());
     }
-    docs.sort_by_key(|s| s.hash);
-    threads.sort_by_key(|s| s.hash);
     let bits = (docs.len() + threads.len()).div_ceil(64);
     Ok(Prior {
         bytes,
