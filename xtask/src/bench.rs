@@ -616,6 +616,71 @@ fn floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result<u64>
         .sum()
 }
 
+/// The least a repeat run keyed as git's index is can cost: every directory listed as the floor
+/// lists it, and each file the floor reads only stat'ed (`fstatat` beneath its directory), the
+/// lease files still opened. Returns the files stat'ed.
+fn stat_floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result<u64> {
+    let dir = if rel.is_empty() {
+        s.to_path_buf()
+    } else {
+        s.join(rel)
+    };
+    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
+    entries
+        .par_iter()
+        .map(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let child = if rel.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if e.file_type()?.is_dir() {
+                stat_floor(s, &child, orphans)
+            } else {
+                match must_read(&child, orphans) {
+                    Some(true) => e.metadata().map(|_| 1),
+                    Some(false) => std::fs::File::open(e.path()).map(|_| 0),
+                    None => Ok(0),
+                }
+            }
+        })
+        .sum()
+}
+
+/// Every directory of S and every file the floor reads, relative to S: what a repeat run that
+/// skipped every listing (git's untracked cache) would still stat.
+fn stat_targets(
+    s: &Path,
+    rel: &str,
+    orphans: &HashSet<String>,
+    out: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    let dir = if rel.is_empty() {
+        s.to_path_buf()
+    } else {
+        s.join(rel)
+    };
+    for e in std::fs::read_dir(&dir)? {
+        let e = e?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let child = if rel.is_empty() {
+            name.into_owned()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.file_type()?.is_dir() {
+            out.push(e.path());
+            stat_targets(s, &child, orphans, out)?;
+        } else if must_read(&child, orphans).is_some() {
+            out.push(e.path());
+        }
+    }
+    Ok(())
+}
+
 /// One dry run, with the verdict cache in `cache` (`XDG_CACHE_HOME`) or with `--no-cache`: its
 /// wall time and, when `/usr/bin/time` exists, its peak RSS in KiB.
 fn dry_run(
@@ -670,6 +735,12 @@ struct Measured {
     /// A repeat run with 1% of the documents rewritten just before it.
     changed: Duration,
     rss_kib: Option<u64>,
+    /// [`stat_floor`]: every listing, and a stat for each read of the floor.
+    stat_floor: Duration,
+    /// Each directory and each file the floor reads stat'ed by path, nothing listed.
+    stat_only: Duration,
+    /// How many paths `stat_only` stats.
+    stat_targets: usize,
 }
 
 /// Every hundredth document of S (top-level `<id>.json`), in name order: the 1% a changed run
@@ -694,12 +765,24 @@ fn measure(doctor: &Path, store: &Store, runs: usize, cache: &Path) -> Result<Me
     let _ = std::fs::remove_dir_all(cache);
     dry_run(doctor, &store.s, Some(cache))?;
     let changing = one_percent(&store.s)?;
+    let mut targets = Vec::new();
+    stat_targets(&store.s, "", &store.orphans, &mut targets).map_err(fail)?;
     let (mut floors, mut drys, mut repeats, mut changed, mut rss) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), None);
+    let (mut stat_floors, mut stat_onlys) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
         floor(&store.s, "", &store.orphans).map_err(fail)?;
         floors.push(t.elapsed());
+        let t = Instant::now();
+        stat_floor(&store.s, "", &store.orphans).map_err(fail)?;
+        stat_floors.push(t.elapsed());
+        let t = Instant::now();
+        targets
+            .par_iter()
+            .try_for_each(|p| std::fs::symlink_metadata(p).map(|_| ()))
+            .map_err(fail)?;
+        stat_onlys.push(t.elapsed());
         let (d, r) = dry_run(doctor, &store.s, None)?;
         drys.push(d);
         rss = rss.max(r);
@@ -726,6 +809,9 @@ fn measure(doctor: &Path, store: &Store, runs: usize, cache: &Path) -> Result<Me
         repeat: median(repeats),
         changed: median(changed),
         rss_kib: rss,
+        stat_floor: median(stat_floors),
+        stat_only: median(stat_onlys),
+        stat_targets: targets.len(),
     })
 }
 
@@ -959,6 +1045,23 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), Failure> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for m in &results {
         println!("{}", row(m));
+    }
+    println!();
+    println!("The least a repeat run keyed by each file's stat can cost:");
+    println!();
+    println!("| documents | floor | every listing + a stat per read | ratio | stats alone, no listing | ratio |");
+    println!("|---|---|---|---|---|---|");
+    for m in &results {
+        let f = m.floor.as_secs_f64();
+        println!(
+            "| {} | {f:.3} s | {:.3} s | {:.2}x | {:.3} s ({} paths) | {:.2}x |",
+            m.docs,
+            m.stat_floor.as_secs_f64(),
+            m.stat_floor.as_secs_f64() / f,
+            m.stat_only.as_secs_f64(),
+            m.stat_targets,
+            m.stat_only.as_secs_f64() / f,
+        );
     }
     let (small, big) = (&results[0], &results[1]);
     println!();

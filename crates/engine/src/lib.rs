@@ -419,7 +419,12 @@ fn save_cache(cache: &store::cache::VerdictCache) {
     }
     let written = std::time::Instant::now();
     match cache.save() {
-        Ok(()) => tracing::info!(
+        Ok(store::cache::Saved::Unchanged) => tracing::info!(
+            file = %cache.file().display(),
+            hits = stats.hits,
+            "the verdict cache already holds what this scan kept: not written"
+        ),
+        Ok(store::cache::Saved::Written) => tracing::info!(
             file = %cache.file().display(),
             hits = stats.hits,
             misses = stats.misses,

@@ -353,11 +353,27 @@ impl VerdictCache {
     /// Writes what this scan kept, atomically, creating the cache directory: the entries it
     /// took from the previous cache (copied as they were, a document's `others` narrowed to
     /// this scan's when those differ) and the ones it judged. Entries of files this scan did
-    /// not meet are gone.
-    pub fn save(&self) -> Result<(), String> {
+    /// not meet are gone. When the scan took every entry of the previous cache, judged nothing
+    /// new and matched against the same ids, the file already says all of that: it is left as
+    /// it is ([`Saved::Unchanged`]).
+    pub fn save(&self) -> Result<Saved, String> {
         let fresh_docs = lock(&self.fresh_docs);
         let fresh_threads = lock(&self.fresh_threads);
         let p = &self.prior;
+        let slots = p.docs.len() + p.threads.len();
+        let taken: usize = p
+            .taken
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
+            .sum();
+        if self.ignored_because.is_none()
+            && taken == slots
+            && fresh_docs.1 == 0
+            && fresh_threads.1 == 0
+            && self.others == p.others
+        {
+            return Ok(Saved::Unchanged);
+        }
         let taken_docs: Vec<&Slot> = (p.docs.iter().enumerate())
             .filter(|(i, _)| p.taken(*i))
             .map(|(_, s)| s)
@@ -411,8 +427,18 @@ impl VerdictCache {
         let sum = sum.finalize();
         parts.push(sum.as_bytes());
         fsroot::replace_private_file(&self.file, &parts)
+            .map(|()| Saved::Written)
             .map_err(|e| format!("cannot write {}: {e}", self.file.display()))
     }
+}
+
+/// What [`VerdictCache::save`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// The file was replaced by what this scan kept.
+    Written,
+    /// The file already held exactly what this scan kept, and was not written.
+    Unchanged,
 }
 
 /// Appends one entry to the serialized entries of `fresh` with `encode`, and counts it when it
@@ -846,6 +872,62 @@ mod tests {
                 .loaded,
             0
         );
+    }
+
+    #[test]
+    fn a_scan_that_took_every_entry_and_judged_nothing_new_leaves_the_file_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        let dir = tmp.path().join("cache");
+        let written = sample(&dir, &root);
+        let take_both = |c: &mut VerdictCache| {
+            c.set_others(["ses-a".to_owned()]);
+            assert!(c.document("d1", &stat_of_key(key(1))).is_some());
+            assert!(c
+                .thread("x/runtime/threads/t.json", &stat_of_key(key(2)))
+                .is_some());
+        };
+        // Both taken, nothing new, the same ids: not written (the file's bytes are the same
+        // even after it is removed from under the save, which would recreate it if it wrote).
+        let mut c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        take_both(&mut c);
+        std::fs::remove_file(c.file()).unwrap();
+        assert_eq!(c.save(), Ok(Saved::Unchanged));
+        assert!(!c.file().exists());
+        std::fs::write(c.file(), &written).unwrap();
+        // One entry not taken, one new entry, or other ids: written.
+        let mut c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        c.set_others(["ses-a".to_owned()]);
+        assert!(c.document("d1", &stat_of_key(key(1))).is_some());
+        assert_eq!(c.save(), Ok(Saved::Written));
+        assert_eq!(
+            VerdictCache::open(&dir, &root, RACY_MARGIN_NS)
+                .stats()
+                .loaded,
+            1
+        );
+        std::fs::write(c.file(), &written).unwrap();
+        let mut c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        take_both(&mut c);
+        c.keep_changes_before(1_000);
+        c.keep_document("d2", &stat_of_key(key(3)), None, Vec::new(), Vec::new());
+        assert_eq!(c.save(), Ok(Saved::Written));
+        assert_eq!(
+            VerdictCache::open(&dir, &root, RACY_MARGIN_NS)
+                .stats()
+                .loaded,
+            3
+        );
+        std::fs::write(c.file(), &written).unwrap();
+        let mut c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        take_both(&mut c);
+        c.set_others(Vec::new());
+        assert_eq!(c.save(), Ok(Saved::Written));
+        // A cache that was not used is replaced even when this scan keeps nothing.
+        std::fs::write(c.file(), b"not a cache").unwrap();
+        let c = VerdictCache::open(&dir, &root, RACY_MARGIN_NS);
+        assert_eq!(c.save(), Ok(Saved::Written));
+        assert_ne!(std::fs::read(c.file()).unwrap(), b"not a cache");
     }
 
     #[test]

@@ -873,6 +873,18 @@ fn a_scan_keeps_its_verdicts_under_xdg_cache_home_and_no_cache_neither_reads_nor
     );
     assert_eq!(first.json()["plan"], uncached.json()["plan"]);
 
+    // A second run over the same store keeps what the file holds: it is not written again.
+    let second = run(&[]);
+    assert!(
+        second
+            .stderr
+            .contains("already holds what this scan kept: not written"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(cache_files(&dir), files);
+    assert_eq!(second.json()["plan"], uncached.json()["plan"]);
+
     // A corrupt cache is said to be ignored, the plan is the same, and it is replaced.
     let path = dir.join(&files[0].0);
     std::fs::write(&path, b"not a cache").unwrap();
