@@ -1,6 +1,7 @@
 //! The workspace's layering, checked over `cargo metadata` by `cargo test`: which package may
 //! depend on which (ARCHITECTURE.md, "Code map"). A dependency that points the wrong way fails
-//! the test with the package, the dependency and the rule it breaks.
+//! the test with the package, the dependency and the rule it breaks. Inside `store`, no two
+//! modules depend on each other, however indirectly ([`module_cycle`]).
 
 /// The normal (not dev, not build) dependencies of each workspace package.
 #[cfg(test)]
@@ -72,9 +73,170 @@ fn forbidden(package: &str, dir: &str, dep: &str) -> Option<&'static str> {
     }
 }
 
+/// The top-level modules of the crate whose sources are in `src` and which other top-level
+/// modules each names (`crate::<module>`, or an item `lib.rs` re-exports from one), outside
+/// comments and outside the test modules that end a file (`#[cfg(test)]` at column 0).
+#[cfg(test)]
+fn module_dependencies(
+    src: &std::path::Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("the crate's sources list") {
+            let p = e.expect("an entry").path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let code = |p: &std::path::Path| -> String {
+        let text = std::fs::read_to_string(p).expect("a source file reads");
+        let text = text.split("\n#[cfg(test)]").next().unwrap_or_default();
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let module = |p: &std::path::Path| -> String {
+        let rel = p.strip_prefix(src).expect("under src");
+        let first = rel.components().next().expect("a component");
+        let first = first.as_os_str().to_string_lossy();
+        first.strip_suffix(".rs").unwrap_or(&first).to_owned()
+    };
+    let modules: BTreeSet<String> = all
+        .iter()
+        .map(|p| module(p))
+        .filter(|m| m != "lib")
+        .collect();
+    // Items lib.rs re-exports by name: `pub use module::{a, b};` and `pub use module::a;`.
+    let lib = code(&src.join("lib.rs"));
+    let mut reexported = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let Some((m, items)) = rest.split_once("::") else {
+            continue;
+        };
+        for item in items
+            .trim_matches(|c| c == '{' || c == '}' || char::is_whitespace(c))
+            .split(',')
+        {
+            reexported.insert(item.trim().to_owned(), m.trim().to_owned());
+        }
+    }
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in &all {
+        let from = module(p);
+        if from == "lib" {
+            continue;
+        }
+        let text = code(p);
+        let entry = deps.entry(from.clone()).or_default();
+        for (at, _) in text.match_indices("crate::") {
+            let name: String = text[at + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let to = if modules.contains(&name) {
+                Some(name)
+            } else {
+                reexported.get(&name).cloned()
+            };
+            if let Some(to) = to.filter(|t| *t != from) {
+                entry.insert(to);
+            }
+        }
+    }
+    deps
+}
+
+/// A cycle among `deps` (a module depending on itself through others), as the modules met in
+/// order with the first repeated at the end, or `None`.
+#[cfg(test)]
+fn module_cycle(
+    deps: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        deps: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(m.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_owned());
+        for d in deps.get(m).into_iter().flatten() {
+            if let Some(c) = visit(d, deps, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_owned());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    deps.keys()
+        .find_map(|m| visit(m, deps, &mut Vec::new(), &mut done))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_modules_of_store_form_no_cycle() {
+        let deps = module_dependencies(&crate::workspace_root().join("crates/store/src"));
+        // The modules are found, and what they name: the scan uses the cache and the judges.
+        assert!(
+            deps["scan"].contains("cache") && deps["scan"].contains("judge"),
+            "{deps:?}"
+        );
+        assert!(
+            deps["recognize"].contains("judge"),
+            "a re-exported item counts: {deps:?}"
+        );
+        assert_eq!(module_cycle(&deps), None, "{deps:?}");
+    }
+
+    #[test]
+    fn a_module_cycle_is_found_however_long() {
+        let deps = |edges: &[(&str, &str)]| {
+            let mut m =
+                std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+            for (a, b) in edges {
+                m.entry((*a).into()).or_default().insert((*b).into());
+                m.entry((*b).into()).or_default();
+            }
+            m
+        };
+        assert_eq!(
+            module_cycle(&deps(&[("a", "b"), ("b", "c"), ("a", "c")])),
+            None
+        );
+        assert_eq!(
+            module_cycle(&deps(&[("a", "b"), ("b", "c"), ("c", "a")])),
+            Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+        );
+        assert_eq!(
+            module_cycle(&deps(&[
+                ("x", "scan"),
+                ("scan", "fastdoc"),
+                ("fastdoc", "scan")
+            ])),
+            Some(vec!["fastdoc".into(), "scan".into(), "fastdoc".into()])
+        );
+    }
 
     #[test]
     fn crate_dependencies_point_one_way() {

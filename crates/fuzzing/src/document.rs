@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 use store::ids::is_valid_id;
+use store::judge::{judge_document_exact, MAX_REASON_CHARS};
 use store::model::{SavedSession, KNOWN_ROLES, SESSION_SCHEMA_VERSION};
-use store::scan::{judge_document_exact, MAX_REASON_CHARS};
 use store::{digest_of, judge_document, DocState};
 
 /// Judges `data` as the document `<id>.json`, for the id its `metadata.id` names (when that is

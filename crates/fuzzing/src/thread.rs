@@ -11,9 +11,9 @@ use fsroot::Root;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use store::judge::MAX_REASON_CHARS;
 use store::model::{SavedSession, ThreadRecord, TurnRecord, MAX_RUNTIME_SCHEMA_VERSION};
 use store::recover::{bind_bytes, build_recovered, messages_sha256, unbind_bytes, Recovered};
-use store::scan::MAX_REASON_CHARS;
 use store::{judge_document, judge_thread, DocState, ThreadState};
 
 use crate::NUL;

@@ -454,20 +454,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Every UUID-shaped window of `text` (`8-4-4-4-12` hex digits, any case), as 128 bits,
-/// sorted and distinct: what a document's text can name of any session directory.
-pub(crate) fn uuid_windows(text: &[u8]) -> Vec<u128> {
-    let mut out: Vec<u128> = memchr::memchr_iter(b'-', text)
-        .filter_map(|p| {
-            let start = p.checked_sub(8)?;
-            text.get(start..start + 36).and_then(crate::scan::uuid_bits)
-        })
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
 // The file: MAGIC, FORMAT, the doctor's version, the identity, the `others`, the count of
 // documents and each document, the count of threads and each thread, then the BLAKE3 of
 // everything before it. Integers are little-endian. Strings in entries carry a u16 length
@@ -998,16 +984,6 @@ mod tests {
             decode(b, &identity).unwrap_err(),
             "a count exceeds the file"
         );
-    }
-
-    #[test]
-    fn uuid_windows_are_found_in_any_case_once_each() {
-        let text =
-            b"x 5E2F3B1C-0A4D-4C8E-9F10-6B7D8E9FA0B1 y 5e2f3b1c-0a4d-4c8e-9f10-6b7d8e9fa0b1 \
-                     -- 12345678-aaaa-bbbb-cccc-dddddddddddd";
-        let found = uuid_windows(text);
-        assert_eq!(found.len(), 2, "{found:x?}");
-        assert!(found.contains(&0x5e2f3b1c_0a4d_4c8e_9f10_6b7d8e9fa0b1));
     }
 
     #[test]

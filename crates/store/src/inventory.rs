@@ -204,7 +204,7 @@ pub struct Thread {
     pub state: ThreadState,
     /// For an unbound or dangling thread in a store nobody holds: what a recovery would hold
     /// (`None` when not recoverable or not looked at).
-    pub recovery: Option<Box<crate::recover::RecoverySummary>>,
+    pub recovery: Option<Box<RecoverySummary>>,
     /// For a dangling thread: size and SHA-256 of the record after R4 unbinds it at the plan's
     /// instant.
     pub unbound_digest: Option<Box<FileDigest>>,
@@ -253,4 +253,13 @@ impl Inventory {
     pub fn stores(&self) -> impl Iterator<Item = &Store> {
         self.session_dirs.iter().flat_map(|d| d.stores.iter())
     }
+}
+
+/// What the planner keeps of a recovery: counts, no bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoverySummary {
+    /// Turns of the thread (any status).
+    pub turns: u64,
+    /// Messages of the rebuilt conversation.
+    pub messages: u64,
 }

@@ -3,11 +3,12 @@
 //! bodies.
 
 pub mod cache;
-mod fastdoc;
 pub mod host;
 pub mod ids;
 pub mod inventory;
+pub mod judge;
 pub mod model;
+mod names;
 pub mod progress;
 pub mod rebuild;
 pub mod recognize;
@@ -18,8 +19,6 @@ pub mod time;
 pub mod title;
 
 pub use inventory::*;
-pub use scan::{
-    digest_of, judge_document, judge_thread, read_external, scan, scan_cached, scan_watched,
-    scan_with, External,
-};
+pub use judge::{digest_of, judge_document, judge_thread};
+pub use scan::{read_external, scan, scan_cached, scan_watched, scan_with, External};
 pub use time::{Clock, Timestamp};

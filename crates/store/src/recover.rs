@@ -14,20 +14,11 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ids::{derived_uuid, is_valid_id};
-use crate::inventory::{Inventory, ThreadState};
+use crate::inventory::{Inventory, RecoverySummary, ThreadState};
 use crate::model::{
     Message, SavedSessionCheckpoint, ThreadRecord, TurnItemRecord, TurnRecord,
     MAX_RUNTIME_SCHEMA_VERSION,
 };
-
-/// What the planner keeps of a recovery: counts, no bodies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecoverySummary {
-    /// Turns of the thread (any status).
-    pub turns: u64,
-    /// Messages of the rebuilt conversation.
-    pub messages: u64,
-}
 
 /// `runtime_store.execution_scope` (codewhale-format.md §4.5, platforms.md §8.2): lowercase hex
 /// SHA-256 of the store's `owner_id`, a zero byte, and `<canonical store path>/events.lock`.

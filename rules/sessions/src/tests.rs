@@ -8,7 +8,7 @@ use std::sync::Arc;
 use engine::{Config, Context, Expect, Proposal, Rule, RuleOutput};
 use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition};
 use refset::ReferenceSet;
-use store::recover::RecoverySummary;
+use store::inventory::RecoverySummary;
 use store::{
     Digest, DocState, Document, Inventory, SessionDir, Store, Thread, ThreadState, Timestamp,
 };

@@ -9,7 +9,7 @@
 //! buffer does, and each field with the strictest type any variant gives it. So this pass
 //! rejects a superset of what the model rejects; where it accepts, it found the same id,
 //! binding, versions, roles, block types, entry kinds and journal links the exact verdict is
-//! made of. `scan::tests` and the property test compare the two verdicts on mutated documents.
+//! made of. `judge::tests` and the property test compare the two verdicts on mutated documents.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -45,7 +45,7 @@ pub(crate) fn readable(id: &str, bytes: &[u8]) -> Option<Option<String>> {
             .iter()
             .map(|(id, parent)| (id.as_ref(), parent.as_deref()))
             .collect();
-        crate::scan::check_journal_links(&links, j.leaf_id.as_deref()).ok()?;
+        super::journal::check_journal_links(&links, j.leaf_id.as_deref()).ok()?;
     }
     Some(
         doc.metadata
@@ -739,7 +739,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Entry<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::{judge_document, judge_document_exact};
+    use crate::judge::{judge_document, judge_document_exact};
     use std::path::Path;
 
     /// Every document in the fixtures (top-level `<id>.json` of a store, and checkpoints).
