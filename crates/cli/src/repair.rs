@@ -252,7 +252,7 @@ pub fn apply_plan_bytes(
             file.schema_version
         )));
     }
-    engine::check_plan(sessions::RULES, &file.plan).map_err(bad)?;
+    engine::check_plan(sessions::RULES, &file.plan).map_err(|e| bad(e.to_string()))?;
     let dir = PathBuf::from(&file.sessions_dir);
     let root = WritableRoot::open(&dir).map_err(|e| open_error(&dir, e))?;
     // The same guard as a repair, before anything is written: a plan file names the directory

@@ -34,7 +34,7 @@ pub fn item_digest(root: &Root, rel: &str) -> fsroot::Result<Option<Precondition
 /// Whether another process holds session `id`'s live lease, judged as the scan judges it: a
 /// lease that is not a regular file is no lease (nobody can hold it). `Err` says why it could
 /// not be checked: a skip, never a guess.
-pub fn lease_held(root: &Root, id: &str) -> Result<bool, String> {
+pub fn lease_held(root: &Root, id: &str) -> Result<bool, LeaseProbeError> {
     let lease = format!("{LATE_USAGE_DIR}/{id}.live");
     let path = Path::new(&lease);
     match root.stat(path) {
@@ -45,13 +45,18 @@ pub fn lease_held(root: &Root, id: &str) -> Result<bool, String> {
         Ok(Some(s)) if s.kind != EntryKind::File => return Ok(false),
         Ok(Some(_)) => {}
         Err(e) if e.is_symlink() => return Ok(false),
-        Err(e) => return Err(format!("cannot check the live lease: {e}")),
+        Err(e) => return Err(LeaseProbeError(e)),
     }
-    match root.probe_lock(path) {
-        Ok(p) => Ok(p == LockProbe::Held),
-        Err(e) => Err(format!("cannot check the live lease: {e}")),
-    }
+    root.probe_lock(path)
+        .map(|p| p == LockProbe::Held)
+        .map_err(LeaseProbeError)
 }
+
+/// A live lease that could not be checked ([`lease_held`]): the filesystem's error, which names
+/// the lease's path.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot check the live lease: {0}")]
+pub struct LeaseProbeError(pub fsroot::Error);
 
 /// Whether nobody holds the lock file `rel` (missing counts as free).
 pub fn lock_is_free(root: &Root, rel: &str) -> bool {

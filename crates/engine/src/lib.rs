@@ -262,7 +262,7 @@ pub fn planner_of<P: Pack>(
 /// Checks every action of a saved plan against the pack's registry: its rule is in the pack,
 /// plans that kind of action, and accepts its path. The error names the first offending
 /// action.
-pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), String> {
+pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), PlanCheckError> {
     for a in &plan.actions {
         let fits = housekeeping::accepts(a)
             || interrupted::accepts(a)
@@ -270,17 +270,35 @@ pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), St
                 r.plans().contains(&(a.action.kind(), a.action.item())) && r.accepts(a)
             });
         if !fits {
-            return Err(format!(
-                "action {} ({} {:?} {}): not an action the {} pack plans on a path of that shape",
-                a.seq,
-                a.rule,
-                a.action.kind(),
-                a.path,
-                P::NAME
-            ));
+            return Err(PlanCheckError {
+                seq: a.seq,
+                rule: a.rule.clone(),
+                kind: a.action.kind(),
+                path: a.path.clone(),
+                pack: P::NAME,
+            });
         }
     }
     Ok(())
+}
+
+/// A saved plan's action that its pack does not plan ([`check_plan`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "action {seq} ({rule} {kind:?} {path}): not an action the {pack} pack plans on a path of that \
+     shape"
+)]
+pub struct PlanCheckError {
+    /// The action's `seq`.
+    pub seq: u64,
+    /// The rule code it names.
+    pub rule: String,
+    /// What it would do.
+    pub kind: ActionKind,
+    /// The path it acts on, relative to the root.
+    pub path: String,
+    /// The pack that refused it.
+    pub pack: &'static str,
 }
 
 /// The summary counts of `actions` (applied, or planned in a dry run), each counted by its

@@ -297,7 +297,7 @@ pub(crate) fn append_json_line<T: serde::Serialize>(
 /// one that cannot be probed is a skip, never a guess. Every check of a lease at execution goes
 /// through here.
 pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal> {
-    engine::judge::lease_held(root, id).map_err(Refusal::Skip)
+    engine::judge::lease_held(root, id).map_err(|e| Refusal::Skip(e.to_string()))
 }
 
 /// Whether the item at `path` of `root` holds `a`'s precondition now.

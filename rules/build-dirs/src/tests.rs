@@ -350,7 +350,19 @@ fn b1_proposal_passes_the_saved_plan_check_and_the_same_action_elsewhere_does_no
     for path in ["src", "go-build", "go-buildx1", "go-link-", "go-build1/pkg"] {
         plan.actions[0].path = path.into();
         let err = engine::check_plan(RULES, &plan).unwrap_err();
-        assert!(err.contains(path), "{path}: {err}");
+        assert_eq!(
+            (err.seq, err.rule.as_str(), err.path.as_str()),
+            (1, "B1", path)
+        );
+        assert_eq!(err.pack, "build-dirs");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "action 1 (B1 {:?} {path}): not an action the build-dirs pack plans on a path \
+                 of that shape",
+                err.kind
+            )
+        );
     }
 }
 

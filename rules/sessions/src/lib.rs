@@ -49,7 +49,7 @@ mod tests {
             actions: vec![a.clone()],
             ..Plan::default()
         };
-        engine::check_plan(RULES, &plan)
+        engine::check_plan(RULES, &plan).map_err(|e| e.to_string())
     }
 
     fn action(rule: &str, action: Action, path: &str) -> PlannedAction {
