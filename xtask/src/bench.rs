@@ -586,40 +586,26 @@ fn must_read(rel: &str, orphans: &HashSet<String>) -> Option<bool> {
 /// The floor: every directory listed and every file the dry run must read read (or opened),
 /// in parallel across directories. Returns the bytes read.
 fn floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result<u64> {
-    let dir = if rel.is_empty() {
-        s.to_path_buf()
-    } else {
-        s.join(rel)
-    };
-    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
-    entries
-        .par_iter()
-        .map(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            let child = if rel.is_empty() {
-                name.into_owned()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let ft = e.file_type()?;
-            if ft.is_dir() {
-                floor(s, &child, orphans)
-            } else {
-                match must_read(&child, orphans) {
-                    Some(true) => Ok(std::fs::read(e.path())?.len() as u64),
-                    Some(false) => std::fs::File::open(e.path()).map(|_| 0),
-                    None => Ok(0),
-                }
-            }
-        })
-        .sum()
+    walk(s, rel, orphans, &|e| {
+        Ok(std::fs::read(e.path())?.len() as u64)
+    })
 }
 
 /// The least a repeat run keyed as git's index is can cost: every directory listed as the floor
 /// lists it, and each file the floor reads only stat'ed (`fstatat` beneath its directory), the
 /// lease files still opened. Returns the files stat'ed.
 fn stat_floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result<u64> {
+    walk(s, rel, orphans, &|e| e.metadata().map(|_| 1))
+}
+
+/// The floor's walk: every directory listed in parallel, `read` called on each file the dry
+/// run must read, and each lease file opened. Returns the sum of what `read` returns.
+fn walk(
+    s: &Path,
+    rel: &str,
+    orphans: &HashSet<String>,
+    read: &(dyn Fn(&std::fs::DirEntry) -> std::io::Result<u64> + Sync),
+) -> std::io::Result<u64> {
     let dir = if rel.is_empty() {
         s.to_path_buf()
     } else {
@@ -637,10 +623,10 @@ fn stat_floor(s: &Path, rel: &str, orphans: &HashSet<String>) -> std::io::Result
                 format!("{rel}/{name}")
             };
             if e.file_type()?.is_dir() {
-                stat_floor(s, &child, orphans)
+                walk(s, &child, orphans, read)
             } else {
                 match must_read(&child, orphans) {
-                    Some(true) => e.metadata().map(|_| 1),
+                    Some(true) => read(e),
                     Some(false) => std::fs::File::open(e.path()).map(|_| 0),
                     None => Ok(0),
                 }
