@@ -1,7 +1,7 @@
 //! The workspace's layering, checked over `cargo metadata` by `cargo test`: which package may
 //! depend on which (ARCHITECTURE.md, "Code map"). A dependency that points the wrong way fails
 //! the test with the package, the dependency and the rule it breaks. Inside `store`, no two
-//! modules depend on each other, however indirectly ([`module_cycle`]).
+//! modules depend on each other, however indirectly (`module_cycle`).
 
 /// The normal (not dev, not build) dependencies of each workspace package.
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The parallel scan of S into an [`Inventory`]: one read of each document, checkpoint, store
 //! file and thread record, fanned out over rayon; the bytes are judged as the app would load
-//! them ([`crate::judge`]), searched for the names of session directories ([`crate::names`])
+//! them ([`crate::judge`]), searched for the names of session directories (`names`)
 //! and dropped. Also the read-only look outside S that Version 2 asks for:
 //! automation definitions and the task stores of `$CODEWHALE_HOME`.
 

@@ -1,5 +1,5 @@
-//! Judging what the app wrote, as the app would load it: session documents ([`document`], with
-//! its fast path [`fast`]), their journals ([`journal`]) and thread records ([`thread`]); and the
+//! Judging what the app wrote, as the app would load it: session documents (`document`, with
+//! its fast path `fast`), their journals (`journal`) and thread records (`thread`); and the
 //! helpers the verdicts share (digests, schema versions, typed parses, reasons). Pure: bytes in,
 //! a verdict out, nothing read from disk.
 
