@@ -2,7 +2,11 @@
 //! the product package ships none of them: `hold-lock` (holds `flock`s, as another process
 //! would) and `host-sim` (a host application using the library's locking protocol). Their
 //! documentation is at the top of each binary. `cargo test --workspace` builds them, into the
-//! same directory as the `doctor` binary, where [`binary`] finds them.
+//! same directory as the `doctor` binary, where [`binary`] finds them. The library also holds
+//! what those binaries, the doctor's tests and `cargo xtask bench` share: the builder of the
+//! records of a session store ([`session`]) and a seeded generator ([`SplitMix64`]).
+
+pub mod session;
 
 use std::path::PathBuf;
 
