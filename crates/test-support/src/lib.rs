@@ -24,17 +24,6 @@ pub fn binary(beside: &str, name: &str) -> PathBuf {
     path
 }
 
-/// The `metadata.cost` the app writes for a session nothing was priced in (every field at its
-/// default): the one copy the tests' documents and `host-sim` share.
-pub fn default_cost() -> serde_json::Value {
-    serde_json::json!({
-        "session_cost_usd": 0.0,
-        "priced_turns": 0,
-        "unpriced_turns": 0,
-        "coverage_recorded": false
-    })
-}
-
 /// splitmix64: a small deterministic generator, so a seed replays the same stream everywhere
 /// (the simulated host's choices, the benchmark's stores).
 #[derive(Debug, Clone)]
