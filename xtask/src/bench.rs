@@ -14,6 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rayon::prelude::*;
 
+use serde_json::{json, Map, Value};
+use test_support::session::{self, text_message, Checkpoint, Document, Item, Thread, Turn};
 use test_support::SplitMix64;
 
 use crate::Failure;
@@ -218,10 +220,15 @@ impl Shape {
         )
     }
 }
-const T0: &str = "2026-09-01T10:00:00Z";
+/// When every generated document, thread, turn and item was created and updated.
+const T0: &str = session::CREATED_AT;
 
-fn text_block(text: &str) -> String {
-    format!(r#"{{"type":"text","text":"{text}"}}"#)
+/// `value` as the compact JSON the benchmark writes, its strings (words, ids, paths) copied as
+/// they are ([`session::write_verbatim`]).
+fn compact(value: &Value) -> String {
+    let mut out = String::new();
+    session::write_verbatim(value, &mut out);
+    out
 }
 
 /// A document of `shape`'s size (the standard shape: about 16 KB, twelve messages of text,
@@ -236,88 +243,120 @@ fn document(
     version: u32,
 ) -> String {
     let mut messages = Vec::new();
-    let mut journal = Vec::new();
     for turn in 0..shape.rounds {
         let call = format!("call_{}", rng.hex(8));
-        messages.push(format!(
-            r#"{{"role":"user","content":[{}]}}"#,
-            text_block(&rng.words_about(shape.text.0 - 50, shape.text.1 - 50))
+        messages.push(text_message(
+            "user",
+            &rng.words_about(shape.text.0 - 50, shape.text.1 - 50),
         ));
-        messages.push(format!(
-            r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}"}},{{"type":"tool_use","id":"{call}","name":"read_file","input":{{"path":"src/m{turn}.rs"}}}}]}}"#,
-            rng.words(shape.thinking)
-        ));
-        messages.push(format!(
-            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{call}","content":"{}"}}]}}"#,
-            rng.words_about(shape.tool.0, shape.tool.1)
-        ));
-        messages.push(format!(
-            r#"{{"role":"assistant","content":[{}]}}"#,
-            text_block(&rng.words_about(shape.text.0 + 50, shape.text.1 + 50))
+        messages.push(json!({
+            "role": "assistant",
+            "content": [
+                { "type": "thinking", "thinking": rng.words(shape.thinking) },
+                {
+                    "type": "tool_use",
+                    "id": call,
+                    "name": "read_file",
+                    "input": { "path": format!("src/m{turn}.rs") }
+                }
+            ]
+        }));
+        messages.push(json!({
+            "role": "user",
+            "content": [{
+                "type": "tool_result",
+                "tool_use_id": call,
+                "content": rng.words_about(shape.tool.0, shape.tool.1)
+            }]
+        }));
+        messages.push(text_message(
+            "assistant",
+            &rng.words_about(shape.text.0 + 50, shape.text.1 + 50),
         ));
     }
-    if rng.below(3) == 0 {
+    let mut journal = None;
+    if rng.below(3) == 0 && !messages.is_empty() {
+        let mut entries = Vec::new();
         let mut parent: Option<String> = None;
         for m in messages.iter().rev().take(4).rev() {
             let eid = rng.uuid();
-            let p = parent
-                .as_ref()
-                .map(|p| format!(r#","parent_id":"{p}""#))
-                .unwrap_or_default();
-            journal.push(format!(
-                r#"{{"id":"{eid}"{p},"kind":"message","message":{m},"created_at":"{T0}","spawn_depth":0}}"#
-            ));
+            let mut entry = Map::new();
+            entry.insert("id".into(), eid.clone().into());
+            if let Some(p) = parent {
+                entry.insert("parent_id".into(), p.into());
+            }
+            entry.insert("kind".into(), "message".into());
+            entry.insert("message".into(), m.clone());
+            entry.insert("created_at".into(), T0.into());
+            entry.insert("spawn_depth".into(), 0.into());
+            entries.push(Value::Object(entry));
             parent = Some(eid);
         }
+        journal = Some(json!({
+            "entries": entries,
+            "leaf_id": parent,
+            "schema_version": 1,
+            "spawn_depth": 0
+        }));
     }
-    let journal = if journal.is_empty() {
-        String::new()
-    } else {
-        format!(
-            r#","journal":{{"entries":[{}],"leaf_id":"{}","schema_version":1,"spawn_depth":0}}"#,
-            journal.join(","),
-            parent_of_last(&journal)
-        )
-    };
-    format!(
-        r#"{{"schema_version":{version},"metadata":{{"id":"{id}","runtime_store":{{"data_dir":"{data_dir}","execution_scope":"{scope}"}},"title":"{}","created_at":"{T0}","updated_at":"{T0}","message_count":{},"total_tokens":{},"model":"deepseek-v4","model_provider":"deepseek","workspace":"/home/u/proj","mode":"agent","cost":{{"session_cost_usd":0.0,"priced_turns":0,"unpriced_turns":0,"coverage_recorded":false}}}},"messages":[{}]{journal}}}"#,
-        rng.words(30).trim(),
-        messages.len(),
-        rng.below(50_000),
-        messages.join(",")
-    )
-}
-
-fn parent_of_last(journal: &[String]) -> String {
-    let last = journal.last().map(String::as_str).unwrap_or_default();
-    last.split('"').nth(3).unwrap_or_default().to_owned()
+    let title = rng.words(30);
+    let mut out = String::new();
+    Document {
+        schema_version: version.into(),
+        runtime_store: Some(session::binding(data_dir, scope)),
+        created_at: T0,
+        updated_at: T0,
+        total_tokens: rng.below(50_000),
+        journal,
+        system_prompt: false,
+        ..Document::new(id, title.trim(), messages)
+    }
+    .write_verbatim(&mut out);
+    out
 }
 
 fn thread(rng: &mut Rng, tid: &str, session: Option<&str>, turns: u32) -> String {
-    let sid = session.map_or("null".to_owned(), |s| format!("\"{s}\""));
     let latest = if turns > 0 {
-        format!("\"turn_{tid}_{turns}\"")
+        json!(format!("turn_{tid}_{turns}"))
     } else {
-        "null".into()
+        Value::Null
     };
-    format!(
-        r#"{{"schema_version":2,"id":"{tid}","created_at":"{T0}","updated_at":"{T0}","model":"deepseek-v4","workspace":"/home/u/proj","mode":"agent","allow_shell":false,"trust_mode":false,"auto_approve":false,"latest_turn_id":{latest},"archived":false,"title":"{}","session_id":{sid},"saved_session_checkpoint":{{"covered_turn_id":{latest},"messages_sha256":"{}","messages_len":12}}}}"#,
-        rng.words(30).trim(),
-        rng.hex(64)
-    )
+    let title = rng.words(30);
+    let fingerprint = rng.hex(64);
+    let mut out = String::new();
+    Thread {
+        id: tid,
+        created_at: T0,
+        updated_at: T0,
+        latest_turn_id: Some(latest.clone()),
+        title: title.trim(),
+        session: Some(Checkpoint {
+            session_id: json!(session),
+            covered_turn_id: latest,
+            messages_sha256: &fingerprint,
+            messages_len: 12,
+        }),
+    }
+    .write_verbatim(&mut out);
+    out
 }
 
 fn turn(rng: &mut Rng, tid: &str, n: u32, items: u32) -> String {
-    let ids: Vec<String> = (1..=items)
-        .map(|i| format!("\"item_{tid}_{n}_{i}\""))
-        .collect();
-    format!(
-        r#"{{"schema_version":2,"id":"turn_{tid}_{n}","thread_id":"{tid}","status":"completed","input_summary":"{}","created_at":"{T0}","started_at":"{T0}","ended_at":"{T0}","usage":{{"input_tokens":{},"output_tokens":{}}},"item_ids":[{}]}}"#,
-        rng.words(60).trim(),
-        rng.below(5000),
-        rng.below(2000),
-        ids.join(",")
-    )
+    let summary = rng.words(60);
+    let mut out = String::new();
+    Turn {
+        id: &format!("turn_{tid}_{n}"),
+        thread_id: tid,
+        input_summary: summary.trim(),
+        created_at: T0,
+        started_at: T0,
+        ended_at: T0,
+        input_tokens: rng.below(5000),
+        output_tokens: rng.below(2000),
+        item_ids: (1..=items).map(|i| format!("item_{tid}_{n}_{i}")).collect(),
+    }
+    .write_verbatim(&mut out);
+    out
 }
 
 fn item(rng: &mut Rng, tid: &str, n: u32, i: u32) -> String {
@@ -326,10 +365,19 @@ fn item(rng: &mut Rng, tid: &str, n: u32, i: u32) -> String {
     } else {
         ("agent_message", rng.words(800))
     };
-    format!(
-        r#"{{"schema_version":2,"id":"item_{tid}_{n}_{i}","turn_id":"turn_{tid}_{n}","kind":"{kind}","status":"completed","summary":"{}","detail":"{detail}","artifact_refs":[],"started_at":"{T0}","ended_at":"{T0}"}}"#,
-        rng.words(50).trim()
-    )
+    let summary = rng.words(50);
+    let mut out = String::new();
+    Item {
+        id: &format!("item_{tid}_{n}_{i}"),
+        turn_id: &format!("turn_{tid}_{n}"),
+        kind,
+        summary: summary.trim(),
+        detail: &detail,
+        started_at: T0,
+        ended_at: T0,
+    }
+    .write_verbatim(&mut out);
+    out
 }
 
 /// The files of a runtime store that hold no work: owner record, sequence state, lock files.
@@ -342,11 +390,11 @@ fn store_skeleton(
     w.dir(store)?;
     w.file(
         &format!("{store}/owner.json"),
-        format!(r#"{{"owner_id":"owner_{}"}}"#, rng.hex(32)).as_bytes(),
+        compact(&session::owner(&format!("owner_{}", rng.hex(32)))).as_bytes(),
     )?;
     w.file(
         &format!("{store}/state.json"),
-        format!(r#"{{"schema_version":2,"next_seq":{next_seq}}}"#).as_bytes(),
+        compact(&session::state(next_seq)).as_bytes(),
     )?;
     w.file(&format!("{store}/runtime-process.owner.lock"), b"")?;
     w.file(&format!("{store}/events.lock"), b"")

@@ -2,7 +2,11 @@
 //! the product package ships none of them: `hold-lock` (holds `flock`s, as another process
 //! would) and `host-sim` (a host application using the library's locking protocol). Their
 //! documentation is at the top of each binary. `cargo test --workspace` builds them, into the
-//! same directory as the `doctor` binary, where [`binary`] finds them.
+//! same directory as the `doctor` binary, where [`binary`] finds them. The library also holds
+//! what those binaries, the doctor's tests and `cargo xtask bench` share: the builder of the
+//! records of a session store ([`session`]) and a seeded generator ([`SplitMix64`]).
+
+pub mod session;
 
 use std::path::PathBuf;
 
@@ -18,17 +22,6 @@ pub fn binary(beside: &str, name: &str) -> PathBuf {
         path.display()
     );
     path
-}
-
-/// The `metadata.cost` the app writes for a session nothing was priced in (every field at its
-/// default): the one copy the tests' documents and `host-sim` share.
-pub fn default_cost() -> serde_json::Value {
-    serde_json::json!({
-        "session_cost_usd": 0.0,
-        "priced_turns": 0,
-        "unpriced_turns": 0,
-        "coverage_recorded": false
-    })
 }
 
 /// splitmix64: a small deterministic generator, so a seed replays the same stream everywhere

@@ -1,6 +1,7 @@
 //! The test-support binaries do what the doctor's tests rely on: `hold-lock` holds its locks
-//! until its input closes, and `host-sim open-store` owns a store by the library's protocol.
-//! (Also what makes `cargo test --workspace` build them.)
+//! until its input closes, and `host-sim open-store` owns a store by the library's protocol; and
+//! the session builder's two renderings agree. (Also what makes `cargo test --workspace` build
+//! the binaries.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -64,4 +65,82 @@ fn splitmix64_gives_its_reference_stream() {
     assert!(SplitMix64(7).below(10) < 10);
     assert_eq!(SplitMix64(7).below(0), 0);
     assert_eq!(SplitMix64(1).hex(40).len(), 40);
+}
+
+/// A record written straight to text is the compact JSON of the same record as a value.
+#[test]
+fn a_record_written_verbatim_is_its_compact_json() {
+    use serde_json::json;
+    use test_support::session::{
+        binding, text_message, write_verbatim, Checkpoint, Document, Item, Thread, Turn,
+    };
+    let make = || Document {
+        runtime_store: Some(binding("/s/x/runtime", "scope")),
+        total_tokens: 7,
+        journal: Some(json!({ "entries": [], "leaf_id": null })),
+        system_prompt: false,
+        ..Document::new(
+            "x",
+            "Session x",
+            vec![
+                text_message("user", "hello"),
+                json!({ "role": "assistant" }),
+            ],
+        )
+    };
+    let mut text = String::new();
+    make().write_verbatim(&mut text);
+    let value = make().into_value();
+    assert_eq!(text, serde_json::to_string(&value).unwrap());
+    let mut again = String::new();
+    write_verbatim(&value, &mut again);
+    assert_eq!(again, text);
+    assert_eq!(value["metadata"]["message_count"], json!(2));
+    assert_eq!(value["metadata"]["cost"]["session_cost_usd"], json!(0.0));
+
+    let thread = || Thread {
+        id: "th",
+        created_at: "t0",
+        updated_at: "t1",
+        latest_turn_id: Some(json!(null)),
+        title: "Thread th",
+        session: Some(Checkpoint {
+            session_id: json!("x"),
+            covered_turn_id: json!("turn_1"),
+            messages_sha256: "00",
+            messages_len: 2,
+        }),
+    };
+    let turn = || Turn {
+        id: "turn_1",
+        thread_id: "th",
+        input_summary: "q",
+        created_at: "t0",
+        started_at: "t0",
+        ended_at: "t1",
+        input_tokens: 10,
+        output_tokens: 20,
+        item_ids: vec!["i1".into()],
+    };
+    let item = || Item {
+        id: "i1",
+        turn_id: "turn_1",
+        kind: "user_message",
+        summary: "q",
+        detail: "q",
+        started_at: "t0",
+        ended_at: "t1",
+    };
+    let mut text = [String::new(), String::new(), String::new()];
+    thread().write_verbatim(&mut text[0]);
+    turn().write_verbatim(&mut text[1]);
+    item().write_verbatim(&mut text[2]);
+    let values = [
+        thread().into_value(),
+        turn().into_value(),
+        item().into_value(),
+    ];
+    for (text, value) in text.iter().zip(&values) {
+        assert_eq!(text, &serde_json::to_string(value).unwrap());
+    }
 }

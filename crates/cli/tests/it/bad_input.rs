@@ -15,45 +15,25 @@ use doctor::RepairReport;
 use plan::OutcomeKind;
 use serde_json::{json, Value};
 use store::{Clock, Timestamp};
+use test_support::session::{pretty, text_message, Document};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
 /// A readable document with id `id` in the shape the app writes (codewhale-format.md §1: every
 /// required metadata field, content blocks), bound to no store, as a JSON value to break.
 fn document(id: &str) -> Value {
-    json!({
-        "schema_version": 1,
-        "metadata": {
-            "id": id,
-            "title": "Fix the parser",
-            "created_at": "2026-09-01T10:00:00Z",
-            "updated_at": "2026-09-01T11:00:00Z",
-            "message_count": 2,
-            "total_tokens": 1234,
-            "model": "deepseek-v4",
-            "model_provider": "deepseek",
-            "workspace": "/home/u/proj",
-            "mode": "agent",
-            "cost": test_support::default_cost()
-        },
-        "messages": [
-            {
-                "role": "user",
-                "content": [{ "type": "text", "text": "The parser rejects trailing commas." }]
-            },
-            {
-                "role": "assistant",
-                "content": [{ "type": "text", "text": "Fixed, with a test for [1, 2,]." }]
-            }
-        ],
-        "system_prompt": null
-    })
-}
-
-fn pretty(v: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(v).unwrap();
-    b.push(b'\n');
-    b
+    Document {
+        total_tokens: 1234,
+        ..Document::new(
+            id,
+            "Fix the parser",
+            vec![
+                text_message("user", "The parser rejects trailing commas."),
+                text_message("assistant", "Fixed, with a test for [1, 2,]."),
+            ],
+        )
+    }
+    .into_value()
 }
 
 /// `document("x")` changed by `f`.

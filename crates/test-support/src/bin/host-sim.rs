@@ -16,8 +16,9 @@
 //! It writes the store the way Codewhale does (store-format.md, "Version 2"): documents with
 //! content blocks bound by the store's absolute canonical path and its execution scope, thread
 //! records with the app's required fields and a checkpoint of the saved messages, flat
-//! `turns/<turn id>.json` and `items/<item id>.json`. Its records are plain JSON values, so it
-//! depends on no model type of the library.
+//! `turns/<turn id>.json` and `items/<item id>.json`. Its records come from the builder the
+//! doctor's tests and the benchmark share (`test_support::session`), so it depends on no model
+//! type of the library.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
@@ -29,6 +30,7 @@ use serde_json::{json, Map, Value};
 
 use store::host::{Acquired, LiveLease, StoreOwnerLock};
 use store::Timestamp;
+use test_support::session::{self, pretty, text_message, Checkpoint, Document, Item, Thread, Turn};
 use test_support::SplitMix64;
 
 fn say(line: &str) {
@@ -602,10 +604,13 @@ impl Sim {
             held: Some(held),
         };
         let store = s.store();
-        let owner = json!({ "owner_id": s.owner_id });
+        let owner = session::owner(&s.owner_id);
         self.put(&mut s, format!("{store}/owner.json"), pretty(&owner));
-        let state = json!({ "schema_version": 2, "next_seq": 1 });
-        self.put(&mut s, format!("{store}/state.json"), pretty(&state));
+        self.put(
+            &mut s,
+            format!("{store}/state.json"),
+            pretty(&session::state(1)),
+        );
         self.open.push(s);
     }
 
@@ -613,13 +618,10 @@ impl Sim {
     /// execution scope (SHA-256 of the owner id, a zero byte, `<store>/events.lock`).
     fn binding(&self, s: &Session) -> Value {
         let data_dir = store::relpath::native(&self.canonical, &s.store());
-        let mut scope = s.owner_id.as_bytes().to_vec();
-        scope.push(0);
-        scope.extend_from_slice(data_dir.join("events.lock").as_os_str().as_encoded_bytes());
-        json!({
-            "data_dir": data_dir.to_string_lossy(),
-            "execution_scope": store::digest_of(&scope).sha256,
-        })
+        session::binding(
+            &data_dir.to_string_lossy(),
+            &session::execution_scope(&s.owner_id, &data_dir),
+        )
     }
 
     /// A new turn (its two items, then the turn record), the thread record bound to the
@@ -641,86 +643,70 @@ impl Sim {
             (format!("item_{}_{n}_a", s.tid), "agent_message", answer),
         ];
         for (item_id, kind, text) in &items {
-            let item = json!({
-                "schema_version": 2,
-                "id": item_id,
-                "turn_id": turn_id,
-                "kind": kind,
-                "status": "completed",
-                "summary": text.chars().take(80).collect::<String>(),
-                "detail": text,
-                "artifact_refs": [],
-                "started_at": at,
-                "ended_at": at
-            });
+            let item = Item {
+                id: item_id,
+                turn_id: &turn_id,
+                kind,
+                summary: &session::summary(text),
+                detail: text,
+                started_at: &at,
+                ended_at: &at,
+            }
+            .into_value();
             self.put(s, format!("{store}/items/{item_id}.json"), pretty(&item));
         }
         let (input_tokens, output_tokens) = (10 * n, 20 * n);
-        let turn = json!({
-            "schema_version": 2,
-            "id": turn_id,
-            "thread_id": s.tid,
-            "status": "completed",
-            "input_summary": items[0].2.chars().take(80).collect::<String>(),
-            "created_at": at,
-            "started_at": at,
-            "ended_at": at,
-            "usage": { "input_tokens": input_tokens, "output_tokens": output_tokens },
-            "item_ids": items.iter().map(|(id, _, _)| id.as_str()).collect::<Vec<_>>()
-        });
+        let turn = Turn {
+            id: &turn_id,
+            thread_id: &s.tid,
+            input_summary: &session::summary(&items[0].2),
+            created_at: &at,
+            started_at: &at,
+            ended_at: &at,
+            input_tokens,
+            output_tokens,
+            item_ids: items.iter().map(|(id, _, _)| id.clone()).collect(),
+        }
+        .into_value();
         self.put(s, format!("{store}/turns/{turn_id}.json"), pretty(&turn));
         s.tokens += input_tokens + output_tokens;
-        s.messages.push(message("user", &items[0].2));
-        s.messages.push(message("assistant", &items[1].2));
+        s.messages.push(text_message("user", &items[0].2));
+        s.messages.push(text_message("assistant", &items[1].2));
 
-        let record = json!({
-            "schema_version": 2,
-            "id": s.tid,
-            "created_at": s.created_at,
-            "updated_at": at,
-            "model": "deepseek-v4",
-            "workspace": "/home/u/proj",
-            "mode": "agent",
-            "allow_shell": false,
-            "trust_mode": false,
-            "auto_approve": false,
-            "latest_turn_id": turn_id,
-            "archived": false,
-            "title": format!("Session {}", s.id),
-            "session_id": s.id,
-            "saved_session_checkpoint": {
-                "covered_turn_id": turn_id,
-                "messages_sha256": messages_sha256(&s.messages),
-                "messages_len": s.messages.len()
-            }
-        });
+        let title = format!("Session {}", s.id);
+        let record = Thread {
+            id: &s.tid,
+            created_at: &s.created_at,
+            updated_at: &at,
+            latest_turn_id: Some(json!(turn_id)),
+            title: &title,
+            session: Some(Checkpoint {
+                session_id: json!(s.id),
+                covered_turn_id: json!(turn_id),
+                messages_sha256: &session::messages_sha256(&s.messages),
+                messages_len: s.messages.len(),
+            }),
+        }
+        .into_value();
         self.put(
             s,
             format!("{store}/threads/{}.json", s.tid),
             pretty(&record),
         );
-        let state = json!({ "schema_version": 2, "next_seq": n + 1 });
-        self.put(s, format!("{store}/state.json"), pretty(&state));
+        self.put(
+            s,
+            format!("{store}/state.json"),
+            pretty(&session::state(n + 1)),
+        );
         if document {
-            let doc = json!({
-                "schema_version": 1,
-                "metadata": {
-                    "id": s.id,
-                    "runtime_store": self.binding(s),
-                    "title": format!("Session {}", s.id),
-                    "created_at": s.created_at,
-                    "updated_at": at,
-                    "message_count": s.messages.len(),
-                    "total_tokens": s.tokens,
-                    "model": "deepseek-v4",
-                    "model_provider": "deepseek",
-                    "workspace": "/home/u/proj",
-                    "mode": "agent",
-                    "cost": test_support::default_cost()
-                },
-                "messages": s.messages,
-                "system_prompt": null
-            });
+            let doc = Document {
+                runtime_store: Some(self.binding(s)),
+                created_at: &s.created_at,
+                updated_at: &at,
+                total_tokens: s.tokens,
+                ..Document::new(&s.id, &title, s.messages.clone())
+            }
+            .into_value();
             let rel = s.document();
             self.put(s, rel, pretty(&doc));
             s.document_written = true;
@@ -834,22 +820,4 @@ impl Sim {
         self.count("abandon");
         self.log("abandoned", &s.id, Map::new());
     }
-}
-
-/// A message with one `text` block, keys in the app's order (`serde_json` keeps insertion
-/// order in this workspace).
-fn message(role: &str, text: &str) -> Value {
-    json!({ "role": role, "content": [{ "type": "text", "text": text }] })
-}
-
-/// The checkpoint fingerprint of `messages`: SHA-256 of their compact serialization, as the
-/// app computes `messages_sha256` (codewhale-format.md §5).
-fn messages_sha256(messages: &[Value]) -> String {
-    store::digest_of(&serde_json::to_vec(messages).expect("messages serialize")).sha256
-}
-
-fn pretty(value: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(value).expect("host files serialize");
-    b.push(b'\n');
-    b
 }

@@ -5,28 +5,22 @@
 //! and a "rich" store on which one real run applies every kind of action of the sessions pack
 //! (R1, R4, R3, R2, R5).
 //!
-//! The builders use `serde_json::json!` only (with `preserve_order`, so keys keep the app's
-//! order), never the library's model types.
+//! The records themselves come from the one builder the tests, `host-sim` and the benchmark
+//! share (`test_support::session`); this module says what each holds and where it goes in S.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use test_support::session::{
+    self, text_message, Checkpoint, Document, Item, Thread, Turn, CREATED_AT, UPDATED_AT,
+};
+
+pub use test_support::session::pretty;
 
 /// The fixed clock of these tests: far enough in the future that every artifact directory the
 /// tests create is idle (R5), whatever the system clock says.
 pub const NOW: &str = "2099-01-01T00:00:00Z";
-
-/// When every document and thread of these builders was created, and last updated.
-pub const CREATED_AT: &str = "2026-09-01T10:00:00Z";
-pub const UPDATED_AT: &str = "2026-09-01T11:00:00Z";
-
-/// `value` as pretty JSON with a trailing newline.
-pub fn pretty(value: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(value).unwrap();
-    b.push(b'\n');
-    b
-}
 
 /// Writes `bytes` at `s/rel`, creating the parents.
 pub fn write(s: &Path, rel: &str, bytes: impl AsRef<[u8]>) {
@@ -60,17 +54,6 @@ pub fn at(secs: u64) -> String {
 // Messages and bindings
 // ---------------------------------------------------------------------------------------------
 
-/// A message with one `text` block, keys in the app's order.
-pub fn text_message(role: &str, text: &str) -> Value {
-    json!({ "role": role, "content": [{ "type": "text", "text": text }] })
-}
-
-/// The SHA-256 of `messages` serialized compactly, as the app fingerprints them in a thread's
-/// `saved_session_checkpoint` (codewhale-format.md §5).
-pub fn messages_sha256(messages: &[Value]) -> String {
-    sha256_hex(&serde_json::to_vec(messages).unwrap())
-}
-
 /// The canonical (absolute) path of S.
 pub fn canonical(s: &Path) -> PathBuf {
     s.canonicalize()
@@ -88,22 +71,14 @@ pub fn owner_id(store: &str) -> String {
     format!("owner_{}", &sha256_hex(store.as_bytes())[..32])
 }
 
-/// The app's `execution_scope` of a store at the absolute path `data_dir` owned by `owner_id`:
-/// SHA-256 of the owner id, a zero byte, and `<data_dir>/events.lock` (codewhale-format.md §4.5).
-pub fn execution_scope(owner_id: &str, data_dir: &Path) -> String {
-    let mut bytes = owner_id.as_bytes().to_vec();
-    bytes.push(0);
-    bytes.extend_from_slice(data_dir.join("events.lock").as_os_str().as_encoded_bytes());
-    sha256_hex(&bytes)
-}
-
-/// The binding a document of S records for `store` (relative to S), as the app writes it.
+/// The binding a document of S records for `store` (relative to S), as the app writes it: the
+/// absolute canonical `data_dir` and its scope (`session::execution_scope`).
 pub fn binding(s: &Path, store: &str) -> Value {
     let dir = canonical(s).join(store);
-    json!({
-        "data_dir": dir.to_string_lossy(),
-        "execution_scope": execution_scope(&owner_id(store), &dir),
-    })
+    session::binding(
+        &dir.to_string_lossy(),
+        &session::execution_scope(&owner_id(store), &dir),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,39 +109,19 @@ pub fn bound_document(s: &Path, id: &str, store: &str) -> Value {
 pub fn document_bound_to(id: &str, data_dir: &str) -> Value {
     document_with_binding(
         id,
-        Some(json!({
-            "data_dir": data_dir,
-            "execution_scope": sha256_hex(data_dir.as_bytes()),
-        })),
+        Some(session::binding(data_dir, &sha256_hex(data_dir.as_bytes()))),
     )
 }
 
+/// Document `id` titled `Session <id>`, holding [`document_messages`] and 30 tokens.
 fn document_with_binding(id: &str, runtime_store: Option<Value>) -> Value {
-    let messages = document_messages(id);
-    let mut metadata = serde_json::Map::new();
-    metadata.insert("id".into(), json!(id));
-    if let Some(b) = runtime_store {
-        metadata.insert("runtime_store".into(), b);
+    let title = format!("Session {id}");
+    Document {
+        runtime_store,
+        total_tokens: 30,
+        ..Document::new(id, &title, document_messages(id))
     }
-    let rest = json!({
-        "title": format!("Session {id}"),
-        "created_at": CREATED_AT,
-        "updated_at": UPDATED_AT,
-        "message_count": messages.len(),
-        "total_tokens": 30,
-        "model": "deepseek-v4",
-        "model_provider": "deepseek",
-        "workspace": "/home/u/proj",
-        "mode": "agent",
-        "cost": test_support::default_cost()
-    });
-    metadata.extend(rest.as_object().unwrap().clone());
-    json!({
-        "schema_version": 1,
-        "metadata": metadata,
-        "messages": messages,
-        "system_prompt": null
-    })
+    .into_value()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,49 +150,42 @@ pub fn turn_texts(tid: &str, n: u64) -> [String; 2] {
 /// first turn; bound to `session_id` when given, with a checkpoint of the messages of
 /// [`document`]`(session_id)`.
 pub fn thread(tid: &str, session_id: Option<&str>) -> Value {
-    let mut t = json!({
-        "schema_version": 2,
-        "id": tid,
-        "created_at": CREATED_AT,
-        "updated_at": UPDATED_AT,
-        "model": "deepseek-v4",
-        "workspace": "/home/u/proj",
-        "mode": "agent",
-        "allow_shell": false,
-        "trust_mode": false,
-        "auto_approve": false,
-        "latest_turn_id": turn_id(tid, 1),
-        "archived": false,
-        "title": format!("Thread {tid}")
-    });
-    if let Some(sid) = session_id {
+    let checkpoint = session_id.map(|sid| {
         let messages = document_messages(sid);
-        t["session_id"] = json!(sid);
-        t["saved_session_checkpoint"] = json!({
-            "covered_turn_id": turn_id(tid, 1),
-            "messages_sha256": messages_sha256(&messages),
-            "messages_len": messages.len()
-        });
+        (sid, session::messages_sha256(&messages), messages.len())
+    });
+    Thread {
+        id: tid,
+        created_at: CREATED_AT,
+        updated_at: UPDATED_AT,
+        latest_turn_id: Some(json!(turn_id(tid, 1))),
+        title: &format!("Thread {tid}"),
+        session: checkpoint.as_ref().map(|(sid, sha, len)| Checkpoint {
+            session_id: json!(sid),
+            covered_turn_id: json!(turn_id(tid, 1)),
+            messages_sha256: sha,
+            messages_len: *len,
+        }),
     }
-    t
+    .into_value()
 }
 
 /// Turn `n` (from 1) of thread `tid`, completed, with its two items; created `n` minutes after
 /// [`CREATED_AT`].
 pub fn turn(tid: &str, n: u64) -> Value {
     let start = n * 60;
-    json!({
-        "schema_version": 2,
-        "id": turn_id(tid, n),
-        "thread_id": tid,
-        "status": "completed",
-        "input_summary": turn_texts(tid, n)[0],
-        "created_at": at(start),
-        "started_at": at(start),
-        "ended_at": at(start + 30),
-        "usage": { "input_tokens": 10, "output_tokens": 20 },
-        "item_ids": item_ids(tid, n)
-    })
+    Turn {
+        id: &turn_id(tid, n),
+        thread_id: tid,
+        input_summary: &turn_texts(tid, n)[0],
+        created_at: &at(start),
+        started_at: &at(start),
+        ended_at: &at(start + 30),
+        input_tokens: 10,
+        output_tokens: 20,
+        item_ids: item_ids(tid, n).into(),
+    }
+    .into_value()
 }
 
 /// The two items of turn `n` of `tid`: a `user_message` and an `agent_message`.
@@ -246,18 +194,16 @@ pub fn turn_items(tid: &str, n: u64) -> [Value; 2] {
     let [u, a] = item_ids(tid, n);
     let [q, r] = turn_texts(tid, n);
     let item = |id: &str, kind: &str, text: &str, from: u64, to: u64| {
-        json!({
-            "schema_version": 2,
-            "id": id,
-            "turn_id": turn_id(tid, n),
-            "kind": kind,
-            "status": "completed",
-            "summary": text.chars().take(80).collect::<String>(),
-            "detail": text,
-            "artifact_refs": [],
-            "started_at": at(from),
-            "ended_at": at(to)
-        })
+        Item {
+            id,
+            turn_id: &turn_id(tid, n),
+            kind,
+            summary: &session::summary(text),
+            detail: text,
+            started_at: &at(from),
+            ended_at: &at(to),
+        }
+        .into_value()
     };
     [
         item(&u, "user_message", &q, start, start + 1),
@@ -297,12 +243,12 @@ pub fn empty_store(s: &Path, store: &str) {
     write(
         s,
         &format!("{store}/owner.json"),
-        pretty(&json!({ "owner_id": owner_id(store) })),
+        pretty(&session::owner(&owner_id(store))),
     );
     write(
         s,
         &format!("{store}/state.json"),
-        pretty(&json!({ "schema_version": 2, "next_seq": 1 })),
+        pretty(&session::state(1)),
     );
     write(s, &format!("{store}/runtime-process.owner.lock"), b"");
 }
