@@ -84,6 +84,8 @@ fn a_record_written_verbatim_is_its_compact_json() {
             "Session x",
             vec![
                 text_message("user", "hello"),
+                // What must be escaped is: a quote, a backslash, a control character.
+                text_message("user", "a \"C:\\path\"\n\tend\u{1}"),
                 json!({ "role": "assistant" }),
             ],
         )
@@ -95,7 +97,7 @@ fn a_record_written_verbatim_is_its_compact_json() {
     let mut again = String::new();
     write_verbatim(&value, &mut again);
     assert_eq!(again, text);
-    assert_eq!(value["metadata"]["message_count"], json!(2));
+    assert_eq!(value["metadata"]["message_count"], json!(3));
     assert_eq!(value["metadata"]["cost"]["session_cost_usd"], json!(0.0));
 
     let thread = || Thread {
