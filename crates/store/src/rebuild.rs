@@ -57,7 +57,7 @@ const MAX_IMAGE_PIXELS: u64 = 33_554_432;
 pub fn rebuild_thread(
     turns: &[&TurnRecord],
     items: &HashMap<String, Vec<TurnItemRecord>>,
-) -> Result<Vec<Message>, String> {
+) -> Result<Vec<Message>, RebuildError> {
     let mut ordered: Vec<&TurnRecord> = turns.to_vec();
     ordered.sort_by(|a, b| {
         instant_cmp(Some(&a.created_at), Some(&b.created_at)).then_with(|| a.id.cmp(&b.id))
@@ -165,8 +165,25 @@ fn order_items<'a>(turn: &TurnRecord, stored: &'a [TurnItemRecord]) -> Vec<&'a T
     out
 }
 
-fn item_error(turn: &TurnRecord, item: &TurnItemRecord, message: &str) -> String {
-    format!("turn {} item {}: {message}", turn.id, item.id)
+fn item_error(turn: &TurnRecord, item: &TurnItemRecord, reason: &str) -> RebuildError {
+    RebuildError {
+        turn: turn.id.clone(),
+        item: item.id.clone(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Why a thread's messages cannot be rebuilt ([`rebuild_thread`]): the item at fault, its
+/// turn, and the app's reason, in the app's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("turn {turn} item {item}: {reason}")]
+pub struct RebuildError {
+    /// The turn's id.
+    pub turn: String,
+    /// The item's id.
+    pub item: String,
+    /// What the app would refuse it for.
+    pub reason: String,
 }
 
 /// `projects_tool_history`: rows that can carry a model tool call or result.
@@ -319,7 +336,7 @@ fn rebuild_turn(
     items: &[&TurnItemRecord],
     bindings: &mut HashMap<String, String>,
     messages: &mut Vec<Message>,
-) -> Result<(), String> {
+) -> Result<(), RebuildError> {
     let tool_rows: Vec<&TurnItemRecord> = items
         .iter()
         .copied()
@@ -726,7 +743,7 @@ mod tests {
 
     fn run(turns: &[TurnRecord], items: Vec<TurnItemRecord>) -> Result<Vec<Message>, String> {
         let refs: Vec<&TurnRecord> = turns.iter().collect();
-        rebuild_thread(&refs, &group(items))
+        rebuild_thread(&refs, &group(items)).map_err(|e| e.to_string())
     }
 
     fn json_of(messages: &[Message]) -> String {
@@ -1512,9 +1529,14 @@ mod tests {
                 json!({"tool_result_for": "e1", "execution_id": "e1", "provider_tool_use_id": "p2"}),
             ),
         ];
+        let refs: Vec<&TurnRecord> = turns.iter().collect();
+        let typed = rebuild_thread(&refs, &group(items.clone())).unwrap_err();
+        assert_eq!((typed.turn.as_str(), typed.item.as_str()), ("t2", "b"));
+        assert!(typed
+            .reason
+            .starts_with("stored tool execution \"e1\" has inconsistent"));
         let error = run(&turns, items).unwrap_err();
-        assert!(error.contains("inconsistent provider identity"), "{error}");
-        assert!(error.contains("item b"), "{error}");
+        assert_eq!(error, format!("turn t2 item b: {}", typed.reason));
         // The same pairing repeated is fine.
         let items = vec![
             call_item(
