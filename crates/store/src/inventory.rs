@@ -182,7 +182,7 @@ pub struct Store {
     pub seeded: BTreeSet<String>,
     /// Why recovery in this store failed (each unreadable turn or item, bad tool metadata),
     /// each naming its file: the store is kept and every error reported.
-    pub recovery_errors: Vec<String>,
+    pub recovery_errors: Vec<RecoveryError>,
 }
 
 impl Store {
@@ -262,4 +262,66 @@ pub struct RecoverySummary {
     pub turns: u64,
     /// Messages of the rebuilt conversation.
     pub messages: u64,
+}
+
+/// Why the threads of a store cannot be recovered, naming the record at fault: one the app
+/// would refuse when it loads the store's turns and items (codewhale-format.md §6.4), or a
+/// thread whose messages cannot be rebuilt. Shown as the planner's skip reasons show it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RecoveryError {
+    /// The directory or a record could not be read (the problem names its path).
+    #[error("{0}")]
+    Unreadable(fsroot::Problem),
+    /// A `*.json` entry that is not a regular file named by a valid id.
+    #[error("{path}: not a record file")]
+    NotARecordFile {
+        /// The record's path, relative to S.
+        path: String,
+    },
+    /// Not JSON.
+    #[error("{path} does not parse: {reason}")]
+    DoesNotParse {
+        /// The record's path, relative to S.
+        path: String,
+        /// serde_json's reason.
+        reason: String,
+    },
+    /// A `schema_version` above the newest the doctor knows.
+    #[error("{path}: record of newer schema {version}")]
+    NewerSchema {
+        /// The record's path, relative to S.
+        path: String,
+        /// Its `schema_version`.
+        version: f64,
+    },
+    /// JSON, but not a record of its kind.
+    #[error("{path} is not a valid record: {reason}")]
+    NotAValidRecord {
+        /// The record's path, relative to S.
+        path: String,
+        /// serde's reason.
+        reason: String,
+    },
+    /// A turn whose `max_output_tokens` is present exactly when its schema is not 4.
+    #[error("{path}: turn output allowance does not match its schema")]
+    OutputAllowance {
+        /// The turn's path, relative to S.
+        path: String,
+    },
+    /// A user message whose image input the app would refuse.
+    #[error("{path}: {reason}")]
+    ImageInput {
+        /// The item's path, relative to S.
+        path: String,
+        /// The app's reason.
+        reason: String,
+    },
+    /// A thread whose messages cannot be rebuilt from its turns and items.
+    #[error("thread {thread}: {error}")]
+    Rebuild {
+        /// The thread's id.
+        thread: String,
+        /// Where and why.
+        error: crate::rebuild::RebuildError,
+    },
 }

@@ -7,14 +7,14 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use fsroot::{EntryKind, Root};
+use fsroot::{EntryKind, Problem, Root};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ids::{derived_uuid, is_valid_id};
-use crate::inventory::{Inventory, RecoverySummary, ThreadState};
+use crate::inventory::{Inventory, RecoveryError, RecoverySummary, ThreadState};
 use crate::model::{
     Message, SavedSessionCheckpoint, ThreadRecord, TurnItemRecord, TurnRecord,
     MAX_RUNTIME_SCHEMA_VERSION,
@@ -56,14 +56,12 @@ pub struct StoreRecords {
 /// cannot be read, does not parse, is of a newer schema or breaks a schema rule fails the whole
 /// store, as in the app (codewhale-format.md §6.4); every such record is named, each error
 /// naming its file.
-pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<String>> {
+pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<RecoveryError>> {
     let mut out = StoreRecords::default();
     let mut errors = Vec::new();
     for (path, turn) in read_records::<TurnRecord>(root, &format!("{store}/turns"), &mut errors) {
         if (turn.schema_version == 4) != turn.max_output_tokens.is_some() {
-            errors.push(format!(
-                "{path}: turn output allowance does not match its schema"
-            ));
+            errors.push(RecoveryError::OutputAllowance { path });
             continue;
         }
         out.turns
@@ -75,8 +73,8 @@ pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<
     {
         // The app validates the image input of every user message when it loads the items.
         if item.kind == crate::model::ItemKind::UserMessage {
-            if let Err(e) = crate::rebuild::user_content(&item) {
-                errors.push(format!("{path}: {e}"));
+            if let Err(reason) = crate::rebuild::user_content(&item) {
+                errors.push(RecoveryError::ImageInput { path, reason });
                 continue;
             }
         }
@@ -95,13 +93,13 @@ pub fn load_store_records(root: &Root, store: &str) -> Result<StoreRecords, Vec<
 fn read_records<T: for<'de> Deserialize<'de>>(
     root: &Root,
     dir: &str,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<RecoveryError>,
 ) -> Vec<(String, T)> {
     let entries = match root.list(Path::new(dir)) {
         Ok(v) => v,
         Err(e) if e.is_not_found() => return Vec::new(),
         Err(e) => {
-            errors.push(e.to_string());
+            errors.push(RecoveryError::Unreadable(Problem::from(&e)));
             return Vec::new();
         }
     };
@@ -113,32 +111,38 @@ fn read_records<T: for<'de> Deserialize<'de>>(
         };
         let path = format!("{dir}/{name}");
         if e.kind != EntryKind::File || !is_valid_id(stem) {
-            errors.push(format!("{path}: not a record file"));
+            errors.push(RecoveryError::NotARecordFile { path });
             continue;
         }
         let bytes = match root.read(Path::new(&path)) {
             Ok(b) => b,
             Err(e) => {
-                errors.push(e.to_string());
+                errors.push(RecoveryError::Unreadable(Problem::from(&e)));
                 continue;
             }
         };
         let value: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(e) => {
-                errors.push(format!("{path} does not parse: {e}"));
+                errors.push(RecoveryError::DoesNotParse {
+                    path,
+                    reason: e.to_string(),
+                });
                 continue;
             }
         };
         if let Some(v) = value.get("schema_version").and_then(Value::as_f64) {
             if v > MAX_RUNTIME_SCHEMA_VERSION as f64 {
-                errors.push(format!("{path}: record of newer schema {v}"));
+                errors.push(RecoveryError::NewerSchema { path, version: v });
                 continue;
             }
         }
         match T::deserialize(&value) {
             Ok(rec) => out.push((path, rec)),
-            Err(e) => errors.push(format!("{path} is not a valid record: {e}")),
+            Err(e) => errors.push(RecoveryError::NotAValidRecord {
+                path,
+                reason: e.to_string(),
+            }),
         }
     }
     out
@@ -151,14 +155,21 @@ struct Rebuilt<'r> {
     messages: Vec<Message>,
 }
 
-fn rebuild(records: &StoreRecords, thread: ThreadRecord) -> Result<Option<Rebuilt<'_>>, String> {
+fn rebuild(
+    records: &StoreRecords,
+    thread: ThreadRecord,
+) -> Result<Option<Rebuilt<'_>>, RecoveryError> {
     let turns: &[TurnRecord] = records.turns.get(&thread.id).map_or(&[], Vec::as_slice);
     if turns.is_empty() {
         return Ok(None);
     }
     let refs: Vec<&TurnRecord> = turns.iter().collect();
-    let messages = crate::rebuild::rebuild_thread(&refs, &records.items)
-        .map_err(|e| format!("thread {}: {e}", thread.id))?;
+    let messages = crate::rebuild::rebuild_thread(&refs, &records.items).map_err(|error| {
+        RecoveryError::Rebuild {
+            thread: thread.id.clone(),
+            error,
+        }
+    })?;
     if messages.is_empty() {
         return Ok(None);
     }
@@ -284,8 +295,13 @@ pub fn build_recovered(
         .map_err(|e| format!("thread record does not parse: {e}"))?;
     let owner = crate::recover::owner_id(root, store)
         .ok_or_else(|| format!("{store} has no readable owner.json"))?;
-    let records = load_store_records(root, store).map_err(|e| e.join("; "))?;
-    let Some(r) = rebuild(&records, thread)? else {
+    let records = load_store_records(root, store).map_err(|e| {
+        e.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let Some(r) = rebuild(&records, thread).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let canonical = crate::relpath::native(root.canonical_anchor(), store);
@@ -493,6 +509,56 @@ pub fn owner_id(root: &Root, store: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::model::ContentBlock;
+
+    /// Each record the app would refuse is named with what is wrong with it, typed, and shown
+    /// in the words the planner's skips have always used.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test writes its store with std
+    fn each_refused_record_is_a_typed_error_naming_its_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        std::fs::create_dir_all(s.join("a/runtime/turns")).unwrap();
+        std::fs::create_dir_all(s.join("a/runtime/items/sub")).unwrap();
+        std::fs::write(s.join("a/runtime/turns/t1.json"), b"{").unwrap();
+        std::fs::write(
+            s.join("a/runtime/turns/t2.json"),
+            br#"{"schema_version":9}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            s.join("a/runtime/turns/t3.json"),
+            br#"{"schema_version":1}"#,
+        )
+        .unwrap();
+        std::fs::create_dir(s.join("a/runtime/items/i1.json")).unwrap();
+        let root = Root::open(s).unwrap();
+        let mut errors = load_store_records(&root, "a/runtime").unwrap_err();
+        errors.sort_by_key(|e| e.to_string());
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert_eq!(shown[0], "a/runtime/items/i1.json: not a record file");
+        assert!(
+            shown[1].starts_with("a/runtime/turns/t1.json does not parse: EOF"),
+            "{shown:?}"
+        );
+        assert_eq!(
+            shown[2],
+            "a/runtime/turns/t2.json: record of newer schema 9"
+        );
+        assert!(
+            shown[3].starts_with("a/runtime/turns/t3.json is not a valid record: missing field"),
+            "{shown:?}"
+        );
+        assert!(matches!(
+            &errors[..],
+            [
+                RecoveryError::NotARecordFile { .. },
+                RecoveryError::DoesNotParse { .. },
+                RecoveryError::NewerSchema { version, .. },
+                RecoveryError::NotAValidRecord { .. },
+            ] if *version == 9.0
+        ));
+    }
 
     #[test]
     fn messages_hash_matches_the_test_vector() {

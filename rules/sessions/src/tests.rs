@@ -426,14 +426,20 @@ fn r3_lists_a_thread_of_a_deleted_session() {
 #[test]
 fn r3_reports_a_failed_recovery_as_an_error_and_keeps_the_store() {
     let mut inv = one_store(vec![], vec![recoverable(thread("t1", None))]);
-    inv.session_dirs[0].stores[0].recovery_errors = vec!["turns/x.json: bad".into()];
+    inv.session_dirs[0].stores[0].recovery_errors = vec![store::RecoveryError::DoesNotParse {
+        path: "turns/x.json".into(),
+        reason: "bad".into(),
+    }];
     let out = plan(&OrphanThread, &inv);
     nothing(&out);
     assert!(skipped_why(&out).contains("recovery failed"));
     let [e] = &out.errors[..] else {
         panic!("one error: {:?}", out.errors)
     };
-    assert_eq!(e.message, "recovery in a/runtime failed: turns/x.json: bad");
+    assert_eq!(
+        e.message,
+        "recovery in a/runtime failed: turns/x.json does not parse: bad"
+    );
     assert_eq!(
         (e.path.as_str(), e.kind),
         ("a/runtime", std::io::ErrorKind::InvalidData)
