@@ -51,14 +51,40 @@ fn dependencies(root: &std::path::Path) -> Vec<(String, String, Vec<String>)> {
 #[cfg(test)]
 fn forbidden(package: &str, dir: &str, dep: &str) -> Option<&'static str> {
     // A pack owns its summary, which is JSON: serde is data, not I/O.
-    let pack_may_use = ["engine", "plan", "store", "refset", "serde", "serde_json"];
+    let pack_may_use = [
+        "kernel",
+        "engine",
+        "plan",
+        "store",
+        "refset",
+        "serde",
+        "serde_json",
+    ];
     if dir.starts_with("rules/") && !pack_may_use.contains(&dep) {
         return Some(
-            "a rule pack depends only on engine, plan, store and refset (and serde for its \
-             summary's JSON)",
+            "a rule pack depends only on kernel, engine, plan, store and refset (and serde for \
+             its summary's JSON)",
         );
     }
+    let workspace = [
+        "fsroot",
+        "store",
+        "refset",
+        "plan",
+        "engine",
+        "exec",
+        "sessions",
+        "build-dirs",
+        "test-support",
+        "fuzzing",
+        "doctor",
+        "xtask",
+    ];
     match (package, dep) {
+        ("kernel", d) if workspace.contains(&d) => Some(
+            "the kernel knows no pack, no store format and no filesystem layer: it depends on \
+             no crate of the workspace",
+        ),
         ("engine", "exec") => Some("the engine plans; it never depends on the executor"),
         ("plan", d) if !matches!(d, "serde" | "serde_json") => {
             Some("plan is data: it depends only on serde and serde_json")
@@ -265,5 +291,9 @@ mod tests {
         assert!(forbidden("plan", "crates/plan", "serde_json").is_none());
         assert!(forbidden("fsroot", "crates/fsroot", "store").is_some());
         assert!(forbidden("exec", "crates/exec", "cli").is_some());
+        assert!(forbidden("kernel", "crates/kernel", "store").is_some());
+        assert!(forbidden("kernel", "crates/kernel", "sessions").is_some());
+        assert!(forbidden("kernel", "crates/kernel", "chrono").is_none());
+        assert!(forbidden("build-dirs", "rules/build-dirs", "kernel").is_none());
     }
 }

@@ -10,10 +10,9 @@ use engine::liveness::{Liveness, ProcessRefs};
 use engine::{BuildConfig, BuildPlanned, Interrupted};
 use exec::{BuildDirsTarget, PendingDeletion};
 use fsroot::{Problem, Root, WritableRoot};
+use kernel::{Clock, RunId};
 use plan::{render_actions, Outcome, OutcomeKind, Plan, Precondition};
 use serde::Serialize;
-use store::ids::RunId;
-use store::Clock;
 
 use crate::format::{self, KeptItem, View};
 /// Byte sizes as the human reports print them (shared by every report).
@@ -47,7 +46,7 @@ pub struct SweepOptions {
     /// `--ignore`: rule codes that do not run.
     pub ignore: Vec<String>,
     /// Who watches the application of the plan.
-    pub progress: store::progress::ProgressSink,
+    pub progress: kernel::progress::ProgressSink,
 }
 
 impl SweepOptions {
@@ -63,7 +62,7 @@ impl SweepOptions {
             state_dir: None,
             select: None,
             ignore: Vec::new(),
-            progress: store::progress::ProgressSink::silent(),
+            progress: kernel::progress::ProgressSink::silent(),
         }
     }
 }
@@ -694,7 +693,7 @@ mod tests {
         opts.roots = vec![root];
         opts.state_dir = Some(tmp.path().join("state"));
         opts.dry_run = dry_run;
-        opts.clock = Clock::Fixed(store::Timestamp(i64::from(u32::MAX)));
+        opts.clock = Clock::Fixed(kernel::Timestamp(i64::from(u32::MAX)));
         (tmp, opts)
     }
 

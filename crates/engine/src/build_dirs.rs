@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::liveness::{ProcessRefs, Reference};
 use fsroot::{EntryKind, Problem, Root};
+use kernel::Timestamp;
 use plan::{Plan, Skipped};
-use store::Timestamp;
 
 use crate::seal::{self, Ordered};
 use crate::{Pack, Rule};

@@ -160,42 +160,7 @@ pub fn for_each_token(text: &[u8], mut f: impl FnMut(&[u8])) {
     }
 }
 
-/// A run id, `YYYYMMDDTHHMMSSZ-<6 hex>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunId(pub String);
-
-impl RunId {
-    /// A fresh run id at `now`: the time, then six hex digits unique to this process and call.
-    // The system clock only seeds the random part; the time in the id is `now`.
-    #[allow(clippy::disallowed_methods)]
-    pub fn new(now: crate::Timestamp) -> RunId {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let mut h = blake3::Hasher::new();
-        h.update(&std::process::id().to_le_bytes());
-        h.update(&nanos.to_le_bytes());
-        h.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-        let hex = h.finalize().to_hex();
-        RunId(format!("{}-{}", now.compact(), &hex[..6]))
-    }
-
-    /// Whether `s` has the shape of a run id.
-    pub fn is_valid(s: &str) -> bool {
-        let b = s.as_bytes();
-        b.len() == 23
-            && b[8] == b'T'
-            && b[15] == b'Z'
-            && b[16] == b'-'
-            && b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit)
-            && b[17..]
-                .iter()
-                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
-    }
-}
+pub use kernel::RunId;
 
 #[cfg(test)]
 mod tests {

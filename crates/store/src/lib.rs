@@ -9,16 +9,15 @@ pub mod inventory;
 pub mod judge;
 pub mod model;
 mod names;
-pub mod progress;
 pub mod rebuild;
 pub mod recognize;
 pub mod recover;
 pub mod relpath;
 pub mod scan;
-pub mod time;
 pub mod title;
 
 pub use inventory::*;
 pub use judge::{digest_of, judge_document, judge_thread};
 pub use scan::{read_external, scan, scan_cached, scan_watched, scan_with, External};
-pub use time::{Clock, Timestamp};
+// The clock, timestamps and progress are the kernel's; the store's paths name them too.
+pub use kernel::{progress, time, Clock, Timestamp};

@@ -9,8 +9,8 @@ use engine::{
 };
 use fsroot::procfs::ProcessInfo;
 use fsroot::Owner;
+use kernel::Timestamp;
 use plan::{Action, Plan, PlannedAction, Precondition};
-use store::Timestamp;
 
 use crate::{LeakedGoWorkdir, RULES};
 

@@ -34,7 +34,7 @@ impl Clock {
 }
 
 /// The wall clock in nanoseconds since the Unix epoch, whatever `DOCTOR_NOW` says: what the
-/// verdict cache compares the kernel's file timestamps with ([`crate::cache`]).
+/// verdict cache (`store::cache`) compares the kernel's file timestamps with.
 // The second reading of the system clock (clippy.toml): a fixed clock must not move it.
 #[allow(clippy::disallowed_methods)]
 pub fn wall_clock_ns() -> i64 {
