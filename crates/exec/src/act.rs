@@ -578,7 +578,7 @@ impl Act<'_> {
     }
 
     fn lease_held(&self, id: &str) -> Result<bool, Refusal> {
-        crate::lease_held(self.root, id)
+        crate::sessions::lease_held(self.root, id)
     }
 
     /// Removes an empty session directory (`rmdir`, which fails on a directory that is not

@@ -2,9 +2,10 @@
 //! a [`Target`] (the sessions pack's store, or the build-dirs roots), and owns what every
 //! action gets alike: its re-check immediately before it is applied ([`Target::check`]), its
 //! outcome, and its receipt, with one policy for a receipt that cannot be written (the run
-//! fails, exit 1, after the action, and says so). The sessions target holds the single-flight
-//! `.reconcile.lock`, re-checks each action's precondition and the session's live lease,
-//! writes the manifest line before each move, and never deletes session data.
+//! fails, exit 1, after the action, and says so); and the single-flight lock and precondition
+//! check every target uses. What is the sessions pack's (its `.reconcile.lock`, `last.json`,
+//! the live lease, the manifest line before each move, never deleting session data) is in
+//! `sessions` and `act`, the build-dirs pack's in `reclaim`.
 
 mod act;
 pub mod interrupt;
@@ -17,16 +18,15 @@ use std::path::Path;
 
 use engine::records::Receipt;
 use fsroot::{LockGuard, Problem, TryLock, WritableRoot};
+use kernel::progress::ProgressSink;
+use kernel::{Clock, RunId};
 use plan::{Outcome, OutcomeKind, Plan, PlannedAction};
-use store::ids::{RunId, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
-use store::progress::ProgressSink;
-use store::Clock;
 
 pub use purge::drop_stale_purge_records;
 pub use reclaim::{
     acquire_sweep_lock, read_pending, BuildDirsTarget, PendingDeletion, PENDING_DIR,
 };
-pub use sessions::SessionsTarget;
+pub use sessions::{acquire_reconcile_lock, write_last, SessionsTarget};
 
 /// Action-specific receipt fields.
 pub type Extra = serde_json::Map<String, serde_json::Value>;
@@ -242,30 +242,6 @@ pub fn execute<T: Target>(
     applied
 }
 
-/// Takes `S/.reconcile.lock` (mode 0600, non-blocking). `Ok(None)`: another run holds it.
-///
-/// Refuses first, naming the path, when the doctor's own `.reconcile` or `.set-aside` exists as
-/// anything but a real directory (a symlink there would carry its writes elsewhere).
-pub fn acquire_reconcile_lock(root: &WritableRoot) -> fsroot::Result<Option<LockGuard>> {
-    for own in [RECONCILE_DIR, SET_ASIDE_DIR] {
-        let path = Path::new(own);
-        match root.stat(path)? {
-            Some(s) if s.kind == fsroot::EntryKind::Symlink => {
-                return Err(fsroot::Error::SymlinkInPath {
-                    path: root.display_path(path),
-                })
-            }
-            Some(s) if s.kind != fsroot::EntryKind::Dir => {
-                return Err(fsroot::Error::NotADirectory {
-                    path: root.display_path(path),
-                })
-            }
-            _ => {}
-        }
-    }
-    single_flight_lock(root, RECONCILE_LOCK)
-}
-
 /// Takes a single-flight lock file `rel` (created with mode 0600, non-blocking): `Ok(None)` when
 /// another run holds it. The sessions pack's `.reconcile.lock` and the build-dirs state lock.
 pub fn single_flight_lock(root: &WritableRoot, rel: &str) -> fsroot::Result<Option<LockGuard>> {
@@ -273,14 +249,6 @@ pub fn single_flight_lock(root: &WritableRoot, rel: &str) -> fsroot::Result<Opti
         TryLock::Acquired(g) => Ok(Some(g)),
         TryLock::Held | TryLock::Missing => Ok(None),
     }
-}
-
-/// Writes `S/.reconcile/last.json` atomically: `last`, the pack's record of the run, as
-/// pretty JSON.
-pub fn write_last(root: &WritableRoot, last: &impl serde::Serialize) -> fsroot::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
-    bytes.push(b'\n');
-    root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), &bytes)
 }
 
 pub(crate) fn append_json_line<T: serde::Serialize>(
@@ -291,13 +259,6 @@ pub(crate) fn append_json_line<T: serde::Serialize>(
     let mut line = serde_json::to_vec(value).expect("record serializes");
     line.push(b'\n');
     root.append(Path::new(rel), &line)
-}
-
-/// Whether another process holds session `id`'s live lease ([`engine::judge::lease_held`]);
-/// one that cannot be probed is a skip, never a guess. Every check of a lease at execution goes
-/// through here.
-pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal> {
-    engine::judge::lease_held(root, id).map_err(|e| Refusal::Skip(e.to_string()))
 }
 
 /// Whether the item at `path` of `root` holds `a`'s precondition now.

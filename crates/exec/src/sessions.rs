@@ -1,7 +1,8 @@
 //! The sessions pack's [`Target`]: S through a [`WritableRoot`]. Before each action the
 //! session's live lease is probed, the owner lock of the store the action works in is taken
 //! (and held until the action is done, so no host opens the store in between), and the
-//! precondition is checked; then the action is dispatched by its kind.
+//! precondition is checked; then the action is dispatched by its kind. Also the pack's run
+//! state around the loop: the single-flight `.reconcile.lock` and `.reconcile/last.json`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,11 +12,11 @@ use engine::records::Receipt;
 use fsroot::{LockGuard, TryLock, WritableRoot};
 
 use plan::{Action, ActionKind, ItemKind, OutcomeKind, PlannedAction, Precondition};
-use store::ids::OWNER_LOCK;
+use store::ids::{OWNER_LOCK, RECONCILE_DIR, RECONCILE_LOCK, SET_ASIDE_DIR};
 use store::Timestamp;
 
 use crate::act::Act;
-use crate::{Extra, Refusal, Step, Target};
+use crate::{single_flight_lock, Extra, Refusal, Step, Target};
 
 /// Applies sessions-pack plans (repairs, restores, purges) to S.
 #[derive(Debug)]
@@ -88,7 +89,7 @@ impl Target for SessionsTarget<'_> {
 
     fn check(&mut self, a: &PlannedAction, step: &Step<'_>) -> Result<Self::Held, Refusal> {
         let session = session_of(a);
-        if crate::lease_held(self.root, &session)? {
+        if lease_held(self.root, &session)? {
             return Err(Refusal::Skip("session is live".into()));
         }
         let mut held = Held::default();
@@ -326,4 +327,43 @@ fn check_precondition(root: &WritableRoot, a: &PlannedAction) -> Result<(), Refu
         Action::Purge => crate::purge::check(root, a),
         _ => crate::check_precondition(root, a, &a.path),
     }
+}
+
+/// Takes `S/.reconcile.lock` (mode 0600, non-blocking). `Ok(None)`: another run holds it.
+///
+/// Refuses first, naming the path, when the doctor's own `.reconcile` or `.set-aside` exists as
+/// anything but a real directory (a symlink there would carry its writes elsewhere).
+pub fn acquire_reconcile_lock(root: &WritableRoot) -> fsroot::Result<Option<LockGuard>> {
+    for own in [RECONCILE_DIR, SET_ASIDE_DIR] {
+        let path = Path::new(own);
+        match root.stat(path)? {
+            Some(s) if s.kind == fsroot::EntryKind::Symlink => {
+                return Err(fsroot::Error::SymlinkInPath {
+                    path: root.display_path(path),
+                })
+            }
+            Some(s) if s.kind != fsroot::EntryKind::Dir => {
+                return Err(fsroot::Error::NotADirectory {
+                    path: root.display_path(path),
+                })
+            }
+            _ => {}
+        }
+    }
+    single_flight_lock(root, RECONCILE_LOCK)
+}
+
+/// Writes `S/.reconcile/last.json` atomically: `last`, the pack's record of the run, as
+/// pretty JSON.
+pub fn write_last(root: &WritableRoot, last: &impl serde::Serialize) -> fsroot::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(last).expect("last.json serializes");
+    bytes.push(b'\n');
+    root.write_atomic(Path::new(store::ids::LAST_RUN_PATH), &bytes)
+}
+
+/// Whether another process holds session `id`'s live lease ([`engine::judge::lease_held`]);
+/// one that cannot be probed is a skip, never a guess. Every check of a lease at execution goes
+/// through here.
+pub(crate) fn lease_held(root: &fsroot::Root, id: &str) -> Result<bool, Refusal> {
+    engine::judge::lease_held(root, id).map_err(|e| Refusal::Skip(e.to_string()))
 }
