@@ -11,8 +11,8 @@ use fsroot::{EntryKind, Problem, Root};
 use kernel::Timestamp;
 use plan::{Plan, Skipped};
 
-use crate::seal::{self, Ordered};
 use crate::{Pack, Rule};
+use kernel::seal::{self, Ordered};
 
 /// The build-dirs pack: its rules see one root at a time ([`BuildContext`]).
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +22,8 @@ impl Pack for BuildDirs {
     const NAME: &'static str = "build-dirs";
     type Context<'a> = BuildContext<'a>;
     type Counts = crate::NoCounts;
+    /// A reclaim changes nothing another rule of the pack reads.
+    type Effect = ();
 }
 
 /// Settings of a build-dirs run.

@@ -1,5 +1,5 @@
-//! The engine: the pure [`Rule`] trait, generic over a rule pack's input ([`Pack`]), and the
-//! planners. The sessions planner scans S through a read-only root, builds the reference set and
+//! The engine: the planners, over the kernel's [`Rule`] and [`Pack`] (re-exported here). The
+//! sessions planner scans S through a read-only root, builds the reference set and
 //! runs the rules in registry order with projection; the build-dirs planner (`build_dirs`)
 //! lists each root. Both then order the actions deterministically, apply the bound and seal the
 //! preconditions the same way (`seal`). Rules never touch the filesystem; a planner's only I/O
@@ -13,7 +13,6 @@ pub mod interrupted;
 pub mod judge;
 pub mod liveness;
 pub mod records;
-mod seal;
 
 pub use build_dirs::{
     list_root, plan_build_dirs, BuildConfig, BuildContext, BuildDirs, BuildPlanned, Interrupted,
@@ -22,11 +21,22 @@ pub use build_dirs::{
 
 use std::collections::BTreeSet;
 
+use kernel::seal;
+pub use kernel::{
+    check_plan, count_actions, missing_page_section, planner_of, rule_for, Counts, Expect,
+    NoCounts, Pack, PlanCheckError, Rule, RULE_PAGE_SECTIONS,
+};
+
+/// A proposal of the sessions pack: its effect is an [`Effect`] on the reference set.
+pub type Proposal = kernel::Proposal<Effect>;
+/// What a rule of the sessions pack returns; `C` is the pack's counters.
+pub type RuleOutput<C> = kernel::RuleOutput<C, Effect>;
+
 pub use fsroot::EntryKind;
 /// A problem met on the way, carried to the report (what rules report beside their counters).
 pub use fsroot::Problem;
 use fsroot::Root;
-use plan::{Action, ActionKind, ItemKind, Plan, PlannedAction, Precondition, Skipped};
+use plan::{Plan, PlannedAction, Skipped};
 use refset::ReferenceSet;
 use store::{Inventory, Timestamp};
 
@@ -93,31 +103,6 @@ impl Context<'_> {
     }
 }
 
-/// A precondition a rule asks for: files carry their digest from the scan; directories are
-/// digested by the planner after the bound, so only planned directories are walked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
-    /// A known precondition.
-    Known(Precondition),
-    /// The tree digest of the action's path, taken at planning time.
-    TreeOfPath,
-}
-
-/// An action as a rule proposes it, before ordering and sealing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Proposal {
-    /// What it does, with the fields its kind needs.
-    pub action: Action,
-    /// The item, relative to S (to the root, for B1).
-    pub path: String,
-    /// Why.
-    pub reason: String,
-    /// What it expects.
-    pub expect: Expect,
-    /// How it changes the references for later rules.
-    pub effect: Effect,
-}
-
 /// The effect of a proposal on the reference set, for the rules after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -144,45 +129,6 @@ pub enum Effect {
     },
 }
 
-/// What one rule returns; `C` is its pack's counters.
-#[derive(Debug, Default)]
-pub struct RuleOutput<C> {
-    /// Proposed actions, in any order.
-    pub proposals: Vec<Proposal>,
-    /// Items deliberately left, with why (JSON `skipped`).
-    pub skipped: Vec<Skipped>,
-    /// Counters the rule contributes to the pack's summary (kept items and the like).
-    pub counts: C,
-    /// Errors the rule reports, each naming its path.
-    pub errors: Vec<Problem>,
-}
-
-/// The counters of a pack's summary: they start at zero and the parts of a run (each rule,
-/// the applied actions) merge with `+=`.
-pub trait Counts: Default + for<'c> std::ops::AddAssign<&'c Self> {}
-
-impl<C: Default + for<'c> std::ops::AddAssign<&'c C>> Counts for C {}
-
-/// The counters of a pack that counts nothing beyond its plan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NoCounts;
-
-impl std::ops::AddAssign<&NoCounts> for NoCounts {
-    fn add_assign(&mut self, _: &NoCounts) {}
-}
-
-/// A rule pack, as the engine sees it: what its rules are given to read, and the counters
-/// they move.
-pub trait Pack {
-    /// The pack's name (`sessions`, `build-dirs`): its directory under `rules/` and
-    /// `fixtures/`.
-    const NAME: &'static str;
-    /// What a rule of the pack sees.
-    type Context<'a>;
-    /// The counters of the pack's summary, which the pack owns.
-    type Counts: Counts;
-}
-
 /// The sessions pack: its rules see the inventory and the projected reference set
 /// ([`Context`]) and move the counters `C`, the summary the sessions pack defines.
 pub struct Sessions<C>(std::marker::PhantomData<fn() -> C>);
@@ -191,129 +137,11 @@ impl<C: Counts> Pack for Sessions<C> {
     const NAME: &'static str = "sessions";
     type Context<'a> = Context<'a>;
     type Counts = C;
-}
-
-/// The sections of every rule's page ([`Rule::doc`]: what `doctor rule` prints and
-/// `docs/rules/` holds), in the order a reader finds them.
-pub const RULE_PAGE_SECTIONS: [&str; 4] = [
-    "## What it finds",
-    "## What it does",
-    "## What it never touches",
-    "## Example",
-];
-
-/// The first of the [`RULE_PAGE_SECTIONS`] a rule page lacks, or has out of order.
-pub fn missing_page_section(doc: &str) -> Option<&'static str> {
-    let mut from = 0;
-    for h in RULE_PAGE_SECTIONS {
-        match doc[from..].find(h) {
-            Some(i) => from += i + h.len(),
-            None => return Some(h),
-        }
+    type Effect = Effect;
+    /// The set-asides of interrupted writes and the finishes of interrupted store moves.
+    fn accepts_own(a: &PlannedAction) -> bool {
+        housekeeping::accepts(a) || interrupted::accepts(a)
     }
-    None
-}
-
-/// A rule of pack `P`: what the pack gives it in, proposals out. No I/O.
-///
-/// A rule declares everything about itself: its code and name, its page, the kinds of action it
-/// plans, the check that an action of a saved plan is one it could have planned, and the
-/// summary counter its actions move. A pack's registry (`RULES`) lists its rules; the
-/// `--apply-plan` check ([`check_plan`]), the counts ([`count_actions`]) and the rule pages
-/// (`cargo xtask docs`) all go through it.
-pub trait Rule<P: Pack>: Send + Sync {
-    /// `R1`.
-    fn code(&self) -> &'static str;
-    /// `unreadable-document`.
-    fn name(&self) -> &'static str;
-    /// The rule's page in Markdown, with the [`RULE_PAGE_SECTIONS`] in order:
-    /// `docs/rules/<code>.md` is generated from it.
-    fn doc(&self) -> &'static str;
-    /// The `(action, item kind)` pairs the rule plans.
-    fn plans(&self) -> &'static [(ActionKind, Option<ItemKind>)];
-    /// Whether `a`, an action of one of the kinds in [`Rule::plans`], is on a path (and with a
-    /// document) of the shape this rule acts on. A saved plan's actions are checked with it
-    /// before anything is applied.
-    fn accepts(&self, a: &PlannedAction) -> bool;
-    /// Counts an applied action of this rule (or, in a dry run, a planned one) in the summary
-    /// field it moves, if any.
-    fn count(&self, _a: &PlannedAction, _counts: &mut P::Counts) {}
-    /// Proposes actions.
-    fn plan(&self, cx: &P::Context<'_>) -> RuleOutput<P::Counts>;
-}
-
-/// The rule of `rules` whose code is `code`.
-pub fn rule_for<'r, P: Pack>(rules: &[&'r dyn Rule<P>], code: &str) -> Option<&'r dyn Rule<P>> {
-    rules.iter().copied().find(|r| r.code() == code)
-}
-
-/// The first rule of `rules` that plans `action` on items of `kind`.
-pub fn planner_of<P: Pack>(
-    rules: &[&dyn Rule<P>],
-    action: ActionKind,
-    kind: Option<ItemKind>,
-) -> Option<&'static str> {
-    rules
-        .iter()
-        .find(|r| r.plans().contains(&(action, kind)))
-        .map(|r| r.code())
-}
-
-/// Checks every action of a saved plan against the pack's registry: its rule is in the pack,
-/// plans that kind of action, and accepts its path. The error names the first offending
-/// action.
-pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), PlanCheckError> {
-    for a in &plan.actions {
-        let fits = housekeeping::accepts(a)
-            || interrupted::accepts(a)
-            || rule_for(rules, &a.rule).is_some_and(|r| {
-                r.plans().contains(&(a.action.kind(), a.action.item())) && r.accepts(a)
-            });
-        if !fits {
-            return Err(PlanCheckError {
-                seq: a.seq,
-                rule: a.rule.clone(),
-                kind: a.action.kind(),
-                path: a.path.clone(),
-                pack: P::NAME,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// A saved plan's action that its pack does not plan ([`check_plan`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "action {seq} ({rule} {kind:?} {path}): not an action the {pack} pack plans on a path of that \
-     shape"
-)]
-pub struct PlanCheckError {
-    /// The action's `seq`.
-    pub seq: u64,
-    /// The rule code it names.
-    pub rule: String,
-    /// What it would do.
-    pub kind: ActionKind,
-    /// The path it acts on, relative to the root.
-    pub path: String,
-    /// The pack that refused it.
-    pub pack: &'static str,
-}
-
-/// The summary counts of `actions` (applied, or planned in a dry run), each counted by its
-/// rule.
-pub fn count_actions<'a, P: Pack>(
-    rules: &[&dyn Rule<P>],
-    actions: impl IntoIterator<Item = &'a PlannedAction>,
-) -> P::Counts {
-    let mut counts = P::Counts::default();
-    for a in actions {
-        if let Some(rule) = rule_for(rules, &a.rule) {
-            rule.count(a, &mut counts);
-        }
-    }
-    counts
 }
 
 /// The result of planning the sessions pack, whose counters are `C`.
@@ -548,22 +376,5 @@ fn project(refs: &mut ReferenceSet, inventory: &Inventory, effect: &Effect) {
         Effect::DocumentGone { id } => refs.project_document_set_aside(id, &inventory.checkpoints),
         Effect::ThreadUnbound { thread } => refs.project_thread_unbound(thread),
         Effect::Recovered { id, store, thread } => refs.project_recovered(id, store, thread),
-    }
-}
-
-#[cfg(test)]
-mod page_tests {
-    use super::missing_page_section;
-
-    #[test]
-    fn a_page_needs_every_section_in_order() {
-        let whole =
-            "## What it finds\na\n## What it does\nb\n## What it never touches\nc\n## Example\nd";
-        assert_eq!(missing_page_section(whole), None);
-        assert_eq!(missing_page_section(""), Some("## What it finds"));
-        let no_example = whole.replace("## Example", "## Sample");
-        assert_eq!(missing_page_section(&no_example), Some("## Example"));
-        let swapped = "## What it does\n## What it finds\n## What it never touches\n## Example";
-        assert_eq!(missing_page_section(swapped), Some("## What it does"));
     }
 }

@@ -1,9 +1,17 @@
-//! The kernel every pack is built on, which knows no pack and no store format: the one clock
-//! and its timestamps ([`time`]), progress reporting ([`progress`]) and run ids ([`RunId`]).
+//! The kernel every pack is built on, which knows no pack and no store format: rules and their
+//! packs ([`Rule`], [`Pack`], the registry's answers), the planners' shared tail ([`seal`]: plan
+//! order, the bound, the preconditions), the one clock and its timestamps ([`time`]), progress
+//! reporting ([`progress`]) and run ids ([`RunId`]).
 
 pub mod progress;
+mod rule;
 mod run_id;
+pub mod seal;
 pub mod time;
 
+pub use rule::{
+    check_plan, count_actions, missing_page_section, planner_of, rule_for, Counts, Expect,
+    NoCounts, Pack, PlanCheckError, Proposal, Rule, RuleOutput, RULE_PAGE_SECTIONS,
+};
 pub use run_id::RunId;
 pub use time::{Clock, Timestamp};

@@ -1,9 +1,7 @@
 //! B1 `leaked-go-workdir`: reclaims Go work directories that a killed build left behind.
 
-use engine::{
-    BuildContext, BuildDirs, Effect, EntryKind, Expect, NoCounts, Proposal, RootEntry, Rule,
-    RuleOutput,
-};
+use engine::{BuildContext, BuildDirs, EntryKind, Expect, NoCounts, RootEntry, Rule};
+use kernel::{Proposal, RuleOutput};
 use plan::{Action, ActionKind, PlannedAction, Skipped};
 
 #[doc = include_str!("b1_leaked_go_workdir.md")]
@@ -31,8 +29,8 @@ impl Rule<BuildDirs> for LeakedGoWorkdir {
         is_go_work_dir_name(&a.path)
     }
 
-    fn plan(&self, cx: &BuildContext<'_>) -> RuleOutput<NoCounts> {
-        let mut out = RuleOutput::<NoCounts>::default();
+    fn plan(&self, cx: &BuildContext<'_>) -> RuleOutput<NoCounts, ()> {
+        let mut out = RuleOutput::<NoCounts, ()>::default();
         for entry in &cx.listing.entries {
             match judge(cx, entry) {
                 Verdict::NotOurs => {}
@@ -48,7 +46,7 @@ impl Rule<BuildDirs> for LeakedGoWorkdir {
                     path: entry.name.clone(),
                     reason,
                     expect: Expect::TreeOfPath,
-                    effect: Effect::None,
+                    effect: (),
                 }),
             }
         }

@@ -5,11 +5,10 @@ use engine::liveness::ProcessRefs;
 use engine::NoCounts;
 use engine::{
     BuildConfig, BuildContext, EntryKind, Expect, Interrupted, RootEntry, RootListing, Rule,
-    RuleOutput,
 };
 use fsroot::procfs::ProcessInfo;
 use fsroot::Owner;
-use kernel::Timestamp;
+use kernel::{RuleOutput, Timestamp};
 use plan::{Action, Plan, PlannedAction, Precondition};
 
 use crate::{LeakedGoWorkdir, RULES};
@@ -52,7 +51,7 @@ fn plan_with(
     entries: Vec<RootEntry>,
     processes: Vec<ProcessInfo>,
     interrupted: &[Interrupted],
-) -> RuleOutput<NoCounts> {
+) -> RuleOutput<NoCounts, ()> {
     plan_seeing(entries, ProcessRefs::from_processes(processes), interrupted)
 }
 
@@ -61,7 +60,7 @@ fn plan_seeing(
     entries: Vec<RootEntry>,
     processes: ProcessRefs,
     interrupted: &[Interrupted],
-) -> RuleOutput<NoCounts> {
+) -> RuleOutput<NoCounts, ()> {
     let listing = RootListing {
         root: ROOT.into(),
         canonical: "/real/tmp".into(),
@@ -87,12 +86,12 @@ fn plan_seeing(
     out
 }
 
-fn plan(entries: Vec<RootEntry>) -> RuleOutput<NoCounts> {
+fn plan(entries: Vec<RootEntry>) -> RuleOutput<NoCounts, ()> {
     plan_with(entries, Vec::new(), &[])
 }
 
 /// Asserts that B1 proposes nothing and spares the one entry, and returns why.
-fn spared(out: &RuleOutput<NoCounts>) -> &str {
+fn spared(out: &RuleOutput<NoCounts, ()>) -> &str {
     assert!(out.proposals.is_empty(), "{:?}", out.proposals);
     assert_eq!(out.skipped.len(), 1, "{:?}", out.skipped);
     assert_eq!(out.skipped[0].rule, "B1");

@@ -7,18 +7,18 @@ use std::path::Path;
 use fsroot::{Problem, Root};
 use plan::{Plan, PlannedAction, Precondition};
 
-use crate::{Expect, Proposal};
+use crate::rule::{Expect, Proposal};
 
 /// One rule's proposals in plan order: sorted by path (stable), and of the same action on the
 /// same path only the first kept, wherever the repeats stand.
-pub(crate) fn order(proposals: &mut Vec<Proposal>) {
+pub fn order<E>(proposals: &mut Vec<Proposal<E>>) {
     proposals.sort_by(|a, b| a.path.cmp(&b.path));
     let mut seen = std::collections::HashSet::new();
     proposals.retain(|p| seen.insert((p.path.clone(), p.action.kind())));
 }
 
 /// A proposal in plan order, with the rule that made it and the root its path is relative to.
-pub(crate) struct Ordered<'r> {
+pub struct Ordered<'r, E> {
     /// The root the path is relative to (digests are taken through it).
     pub root: &'r Root,
     /// Rule code.
@@ -26,11 +26,11 @@ pub(crate) struct Ordered<'r> {
     /// Rule name.
     pub name: &'static str,
     /// The proposal.
-    pub proposal: Proposal,
+    pub proposal: Proposal<E>,
 }
 
 /// The bounded, sealed plan.
-pub(crate) struct Sealed {
+pub struct Sealed {
     /// The plan.
     pub plan: Plan,
     /// Whether the bound cut the plan.
@@ -42,7 +42,7 @@ pub(crate) struct Sealed {
 /// Keeps the first `max_actions` proposals, counts the rest as deferred, and seals each kept
 /// one with its precondition and seq. A directory that cannot be digested cannot be guarded,
 /// so it is not planned.
-pub(crate) fn bound_and_seal(mut ordered: Vec<Ordered<'_>>, max_actions: usize) -> Sealed {
+pub fn bound_and_seal<E>(mut ordered: Vec<Ordered<'_, E>>, max_actions: usize) -> Sealed {
     let total = ordered.len();
     ordered.truncate(max_actions);
     let mut out = Sealed {
@@ -89,7 +89,6 @@ mod tests {
     //! touch it, and the one directory proposal below is refused before any system call.
 
     use super::*;
-    use crate::Effect;
     use plan::{Action, ActionKind, ItemKind};
 
     fn recover() -> Action {
@@ -99,13 +98,13 @@ mod tests {
     }
 
     /// A proposal with a known file precondition whose digest names the path.
-    fn file(action: Action, path: &str, reason: &str) -> Proposal {
+    fn file(action: Action, path: &str, reason: &str) -> Proposal<()> {
         Proposal {
             action,
             path: path.into(),
             reason: reason.into(),
             expect: Expect::Known(known(path)),
-            effect: Effect::None,
+            effect: (),
         }
     }
 
@@ -116,7 +115,7 @@ mod tests {
         }
     }
 
-    fn set_aside(path: &str) -> Proposal {
+    fn set_aside(path: &str) -> Proposal<()> {
         file(
             Action::SetAside {
                 kind: ItemKind::Document,
@@ -131,7 +130,10 @@ mod tests {
     }
 
     /// `(rule code, proposal)` pairs in the order the planner hands them over.
-    fn ordered<'r>(root: &'r Root, items: Vec<(&'static str, Proposal)>) -> Vec<Ordered<'r>> {
+    fn ordered<'r>(
+        root: &'r Root,
+        items: Vec<(&'static str, Proposal<()>)>,
+    ) -> Vec<Ordered<'r, ()>> {
         items
             .into_iter()
             .map(|(code, proposal)| Ordered {
