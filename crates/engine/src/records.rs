@@ -7,7 +7,7 @@ use std::path::Path;
 use fsroot::{EntryKind, Problem, Root};
 use serde::{Deserialize, Serialize};
 
-use plan::{ActionKind, ItemKind, OutcomeKind, PlannedAction, Precondition};
+use plan::{ItemKind, PlannedAction, Precondition};
 use store::Timestamp;
 
 use store::ids::RunId;
@@ -100,30 +100,7 @@ impl ManifestLine {
     }
 }
 
-/// A line of `S/.reconcile/receipts.jsonl`: one per action applied, skipped or failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Receipt {
-    /// Run id.
-    pub run: String,
-    /// The action's `seq` in the plan.
-    pub seq: u64,
-    /// Rule code.
-    pub rule: String,
-    /// Action kind.
-    pub action: ActionKind,
-    /// The action's path.
-    pub path: String,
-    /// What happened.
-    pub outcome: OutcomeKind,
-    /// Why, when not applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-    /// When, RFC 3339.
-    pub at: String,
-    /// Action-specific fields (`moved_to`, ...).
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
+pub use kernel::Receipt;
 
 /// A line of `S/.reconcile/receipts.jsonl` as read back: the doctor's own, or one the app wrote
 /// (codewhale-format §9.4). The app's lines name no run and restore nothing: readers pass over

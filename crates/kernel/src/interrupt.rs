@@ -1,5 +1,5 @@
 //! The stop a signal asks for (SIGTERM, SIGINT, SIGHUP, caught by the binary): while a plan is
-//! being applied, [`crate::execute`] finishes the action in progress and its receipt, then
+//! being applied, [`crate::execute::execute`] finishes the action in progress and its receipt, then
 //! applies nothing more, so a signal never splits an action; before that, nothing has been
 //! changed and the process may end at once. A host application that embeds the doctor and
 //! catches no signal never sets it.
