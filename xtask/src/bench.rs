@@ -683,7 +683,7 @@ fn walk(
         .sum()
 }
 
-/// Every directory of S and every file the floor reads, relative to S: what a repeat run that
+/// Every directory of S and every file the floor reads or opens (the leases), relative to S: what a repeat run that
 /// skipped every listing (git's untracked cache) would still stat.
 fn stat_targets(
     s: &Path,

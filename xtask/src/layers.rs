@@ -100,7 +100,9 @@ fn forbidden(package: &str, dir: &str, dep: &str) -> Option<&'static str> {
 
 /// The top-level modules of the crate whose sources are in `src` and which other top-level
 /// modules each names (`crate::<module>`, or an item `lib.rs` re-exports from one), outside
-/// comments and outside the test modules that end a file (`#[cfg(test)]` at column 0).
+/// comments and outside the test modules that end a file (`#[cfg(test)]` at column 0). Not
+/// followed: items reached through a glob re-export (`pub use inventory::*`) and the paths
+/// inside a grouped `use crate::{..}`; a cycle made only of such edges is not seen.
 #[cfg(test)]
 fn module_dependencies(
     src: &std::path::Path,

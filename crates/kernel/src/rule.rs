@@ -157,9 +157,9 @@ pub fn planner_of<P: Pack>(
         .map(|r| r.code())
 }
 
-/// Checks every action of a saved plan against the pack's registry: its rule is in the pack,
-/// plans that kind of action, and accepts its path. The error names the first offending
-/// action.
+/// Checks every action of a saved plan against the pack's registry: the pack plans it itself
+/// ([`Pack::accepts_own`]), or its rule is in the pack, plans that kind of action, and accepts
+/// its path. The error names the first offending action.
 pub fn check_plan<P: Pack>(rules: &[&dyn Rule<P>], plan: &Plan) -> Result<(), PlanCheckError> {
     for a in &plan.actions {
         let fits = P::accepts_own(a)
